@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Builds the Kubernetes binaries the tests, the local fleet and the demo run:
+# kube-apiserver, kube-controller-manager, kube-scheduler, etcd and kwok, all from the
+# Go module proxy (no release downloads are reachable here), plus kwok's stage config.
+#
+# Binaries are cached outside the clone, in $FLOTILLA_CACHE (default
+# ${XDG_CACHE_HOME:-$HOME/.cache}/flotilla/<versions>), and linked into $1 (default bin/k8s).
+# A second run finds them and does nothing. When KUBEBUILDER_ASSETS is set and holds
+# kube-apiserver and etcd, those are linked instead and only what is missing is built.
+set -euo pipefail
+
+K8S_VERSION=${K8S_VERSION:-v1.36.3}
+ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
+KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
+OUT=${1:-bin/k8s}
+CACHE_ROOT=${FLOTILLA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flotilla}
+CACHE="$CACHE_ROOT/k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
+STAGING_VERSION="v0.${K8S_VERSION#v1.}"
+
+mkdir -p "$CACHE" "$OUT"
+exec 9>"$CACHE/.lock"
+flock 9 # one builder at a time; a second caller waits and then finds everything cached
+
+log() { printf 'k8s-bins: %s\n' "$*" >&2; }
+
+# Binaries from KUBEBUILDER_ASSETS win over our own build.
+if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
+  for b in kube-apiserver etcd kube-controller-manager kube-scheduler kwok; do
+    if [[ -x "$KUBEBUILDER_ASSETS/$b" && ! -e "$CACHE/$b" ]]; then
+      log "using $b from KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS"
+      ln -sf "$KUBEBUILDER_ASSETS/$b" "$CACHE/$b"
+    fi
+  done
+fi
+
+missing=()
+for b in kube-apiserver kube-controller-manager kube-scheduler; do
+  [[ -x "$CACHE/$b" ]] || missing+=("$b")
+done
+
+if ((${#missing[@]})); then
+  log "building ${missing[*]} $K8S_VERSION from the module proxy (cold: about 7 minutes on 2 cores)"
+  mod="$CACHE/build/kubernetes"
+  mkdir -p "$mod"
+  # k8s.io/kubernetes replaces every staging module with a local path; pin each to its
+  # published version instead, reading the list from kubernetes' own go.mod.
+  gomod=$(cd "$mod" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  {
+    echo "module flotilla.local/k8s-build"
+    echo
+    echo "go 1.26"
+    echo
+    echo "require k8s.io/kubernetes $K8S_VERSION"
+    echo
+    sed -n '/^replace (/,/^)/p' "$gomod" | awk '$2 == "=>" && $3 ~ /^\.\/staging/ {print "replace " $1 " => " $1 " '"$STAGING_VERSION"'"}'
+  } >"$mod/go.mod"
+  cat >"$mod/tools.go" <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+)
+GO
+  (cd "$mod" && go mod tidy -e >/dev/null 2>&1 || true; cd "$mod" && GOFLAGS=-mod=mod go mod download)
+  ver="-X k8s.io/component-base/version.gitVersion=${K8S_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2) -X k8s.io/component-base/version.gitTreeState=clean"
+  pkgs=()
+  for b in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
+  (cd "$mod" && GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w $ver" -o "$CACHE/.tmp-build/" "${pkgs[@]}")
+  for b in "${missing[@]}"; do mv "$CACHE/.tmp-build/$b" "$CACHE/$b"; done
+fi
+
+if [[ ! -x "$CACHE/etcd" ]]; then
+  log "building etcd $ETCD_VERSION"
+  mod="$CACHE/build/etcd"
+  mkdir -p "$mod"
+  cat >"$mod/main.go" <<'GO'
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+  printf 'module flotilla.local/etcd-build\n\ngo 1.26\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD_VERSION" >"$mod/go.mod"
+  (cd "$mod" && GOFLAGS=-mod=mod go mod tidy >/dev/null && go build -trimpath -ldflags "-s -w" -o "$CACHE/.tmp-build/etcd" .)
+  mv "$CACHE/.tmp-build/etcd" "$CACHE/etcd"
+fi
+
+if [[ ! -x "$CACHE/kwok" || ! -s "$CACHE/kwok-stages.yaml" ]]; then
+  log "building kwok $KWOK_VERSION"
+  GOBIN="$CACHE/.tmp-build" GOFLAGS= go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  mv "$CACHE/.tmp-build/kwok" "$CACHE/kwok"
+  src="$(go env GOMODCACHE)/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage"
+  {
+    for f in node/fast/node-initialize.yaml pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+      echo "---"
+      cat "$src/$f"
+    done
+  } >"$CACHE/kwok-stages.yaml.tmp"
+  mv "$CACHE/kwok-stages.yaml.tmp" "$CACHE/kwok-stages.yaml"
+fi
+
+rm -rf "$CACHE/.tmp-build"
+for b in kube-apiserver kube-controller-manager kube-scheduler etcd kwok kwok-stages.yaml; do
+  ln -sfn "$CACHE/$b" "$OUT/$b"
+done
+log "ready in $OUT (cache: $CACHE)"
