@@ -1,0 +1,166 @@
+// Package wellknown declares, once, every label, annotation, finalizer, condition, reason and
+// name that Flotilla and its users agree on. Keys are Karmada's wherever Karmada defines one, so
+// tools written for Karmada keep working.
+package wellknown
+
+// Namespaces and names.
+const (
+	// ExecutionNamespacePrefix prefixes the host namespace that holds a member cluster's Works:
+	// karmada-es-<cluster>.
+	ExecutionNamespacePrefix = "karmada-es-"
+
+	// SystemNamespace is where the manager runs and where join writes member credentials.
+	SystemNamespace = "flotilla-system"
+
+	// FieldManager is the server-side apply field manager for every write Flotilla makes to
+	// member clusters.
+	FieldManager = "flotilla"
+
+	// DefaultSchedulerName is the scheduler a policy names when it names none.
+	DefaultSchedulerName = "default-scheduler"
+)
+
+// ExecutionNamespace returns the execution namespace of a member cluster.
+func ExecutionNamespace(cluster string) string { return ExecutionNamespacePrefix + cluster }
+
+// Namespace opt-in.
+const (
+	// PropagationLabel opts a namespace in: objects created in a namespace labelled
+	// flotilla.io/propagation=enabled are templates, propagated to members and held inert on
+	// the host.
+	PropagationLabel = "flotilla.io/propagation"
+	// PropagationEnabled is the value of PropagationLabel that opts a namespace in.
+	PropagationEnabled = "enabled"
+)
+
+// Labels and annotations on templates claimed by a policy.
+const (
+	PropagationPolicyPermanentIDLabel        = "propagationpolicy.karmada.io/permanent-id"
+	PropagationPolicyNamespaceAnnotation     = "propagationpolicy.karmada.io/namespace"
+	PropagationPolicyNameAnnotation          = "propagationpolicy.karmada.io/name"
+	ClusterPropagationPolicyPermanentIDLabel = "clusterpropagationpolicy.karmada.io/permanent-id"
+	ClusterPropagationPolicyNameAnnotation   = "clusterpropagationpolicy.karmada.io/name"
+)
+
+// Permanent IDs set on create of policies, bindings and works.
+const (
+	ResourceBindingPermanentIDLabel        = "resourcebinding.karmada.io/permanent-id"
+	ClusterResourceBindingPermanentIDLabel = "clusterresourcebinding.karmada.io/permanent-id"
+	WorkPermanentIDLabel                   = "work.karmada.io/permanent-id"
+)
+
+// Annotations on bindings and works.
+const (
+	// AppliedPlacementAnnotation holds the JSON of the placement a binding was last scheduled with.
+	AppliedPlacementAnnotation = "policy.karmada.io/applied-placement"
+
+	ResourceBindingNamespaceAnnotation   = "resourcebinding.karmada.io/namespace"
+	ResourceBindingNameAnnotation        = "resourcebinding.karmada.io/name"
+	ClusterResourceBindingNameAnnotation = "clusterresourcebinding.karmada.io/name"
+	AppliedOverridesAnnotation           = "policy.karmada.io/applied-overrides"
+	AppliedClusterOverridesAnnotation    = "policy.karmada.io/applied-cluster-overrides"
+)
+
+// Labels and annotations on member objects.
+const (
+	ManagedLabel                         = "karmada.io/managed"
+	ManagedLabelValue                    = "true"
+	WorkNamespaceAnnotation              = "work.karmada.io/namespace"
+	WorkNameAnnotation                   = "work.karmada.io/name"
+	ResourceTemplateUIDAnnotation        = "resourcetemplate.karmada.io/uid"
+	ResourceTemplateGenerationAnnotation = "resourcetemplate.karmada.io/generation"
+)
+
+// User opt-outs on templates.
+const (
+	// ConflictResolutionAnnotation on a template overrides the policy's conflictResolution:
+	// "overwrite" or "abort".
+	ConflictResolutionAnnotation = "work.karmada.io/conflict-resolution"
+	ConflictResolutionOverwrite  = "overwrite"
+	ConflictResolutionAbort      = "abort"
+
+	// RetainReplicasLabel on a template keeps the replicas the member has (an HPA's, say)
+	// instead of the ones the scheduler assigned.
+	RetainReplicasLabel = "resourcetemplate.karmada.io/retain-replicas"
+)
+
+// Finalizers.
+const (
+	ClusterControllerFinalizer   = "karmada.io/cluster-controller"
+	ExecutionControllerFinalizer = "karmada.io/execution-controller"
+	BindingControllerFinalizer   = "karmada.io/binding-controller"
+)
+
+// System taints the cluster controller keeps in line with the Ready condition.
+const (
+	TaintClusterNotReady    = "cluster.karmada.io/not-ready"
+	TaintClusterUnreachable = "cluster.karmada.io/unreachable"
+	// TaintClusterTerminating marks a Cluster being deleted.
+	TaintClusterTerminating = "cluster.karmada.io/terminating"
+)
+
+// Condition types.
+const (
+	// ClusterConditionReady is the Cluster condition that says whether the member is healthy.
+	ClusterConditionReady = "Ready"
+	// ConditionScheduled says whether a binding has been scheduled.
+	ConditionScheduled = "Scheduled"
+	// ConditionFullyApplied says whether every Work of a binding is applied.
+	ConditionFullyApplied = "FullyApplied"
+	// WorkConditionApplied says whether a Work's manifests are applied in its member.
+	WorkConditionApplied = "Applied"
+	// WorkConditionAvailable says whether a Work's member objects are healthy.
+	WorkConditionAvailable = "Available"
+	// ConditionOverridden says whether a binding's overrides could be rendered.
+	ConditionOverridden = "Overridden"
+)
+
+// Condition reasons.
+const (
+	ClusterReasonReady        = "ClusterReady"
+	ClusterReasonNotReady     = "ClusterNotReady"
+	ClusterReasonNotReachable = "ClusterNotReachable"
+
+	ReasonBindingScheduled     = "Success"
+	ReasonBindingUnschedulable = "Unschedulable"
+	ReasonSchedulerError       = "SchedulerError"
+	ReasonNoClusterFit         = "NoClusterFit"
+
+	ReasonFullyApplied    = "FullyAppliedSuccess"
+	ReasonNotFullyApplied = "FullyAppliedFailed"
+
+	ReasonAppliedSuccessful  = "AppliedSuccessful"
+	ReasonAppliedFailed      = "AppliedFailed"
+	ReasonConflict           = "Conflict"
+	ReasonClusterUnreachable = "ClusterUnreachable"
+
+	ReasonOverrideFailed    = "OverrideFailed"
+	ReasonOverrideSucceeded = "OverrideSucceeded"
+)
+
+// Event reasons.
+const (
+	EventReasonApplyPolicySucceed          = "ApplyPolicySucceed"
+	EventReasonApplyPolicyFailed           = "ApplyPolicyFailed"
+	EventReasonNoPolicyMatch               = "NoPolicyMatch"
+	EventReasonScheduleBindingSucceed      = "ScheduleBindingSucceed"
+	EventReasonScheduleBindingFailed       = "ScheduleBindingFailed"
+	EventReasonApplyOverrideSucceed        = "ApplyOverridePolicySucceed"
+	EventReasonApplyOverrideFailed         = "ApplyOverridePolicyFailed"
+	EventReasonSyncWorkSucceed             = "SyncWorkSucceed"
+	EventReasonSyncWorkFailed              = "SyncWorkFailed"
+	EventReasonAggregateStatusSucceed      = "AggregateStatusSucceed"
+	EventReasonAggregateStatusFailed       = "AggregateStatusFailed"
+	EventReasonWorkDispatching             = "WorkDispatching"
+	EventReasonCreateExecutionSpaceSucceed = "CreateExecutionSpaceSucceed"
+	EventReasonCreateExecutionSpaceFailed  = "CreateExecutionSpaceFailed"
+	EventReasonTaintClusterSucceed         = "TaintClusterSucceed"
+	EventReasonClusterNotReady             = "ClusterNotReady"
+	EventReasonClusterReady                = "ClusterReady"
+)
+
+// Messages users search for.
+const (
+	// MessageNoPolicyMatch is the Warning event a template gets once while no policy selects it.
+	MessageNoPolicyMatch = "No policy match for resource"
+)
