@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -64,10 +64,10 @@ func Compile(a *policyv1alpha1.ClusterAffinity) (*Matcher, error) {
 				return nil, fmt.Errorf("fieldSelector.matchExpressions[%d].key %q: must be one of provider, region, zone", i, e.Key)
 			}
 			var in bool
-			switch selection.Operator(e.Operator) {
-			case selection.In:
+			switch e.Operator {
+			case corev1.NodeSelectorOpIn:
 				in = true
-			case selection.NotIn:
+			case corev1.NodeSelectorOpNotIn:
 			default:
 				return nil, fmt.Errorf("fieldSelector.matchExpressions[%d].operator %q: must be In or NotIn", i, e.Operator)
 			}
