@@ -1,0 +1,32 @@
+// Package scheme builds the runtime.Scheme that knows Kubernetes' built-in kinds and every
+// Flotilla (Karmada) API group.
+package scheme
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+)
+
+var builder = runtime.NewSchemeBuilder(
+	clusterv1alpha1.AddToScheme,
+	policyv1alpha1.AddToScheme,
+	workv1alpha1.AddToScheme,
+	workv1alpha2.AddToScheme,
+)
+
+// AddToScheme registers every Flotilla API group.
+var AddToScheme = builder.AddToScheme
+
+// New returns a scheme with the Kubernetes built-ins and the Flotilla APIs.
+func New() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(AddToScheme(s))
+	return s
+}

@@ -1,0 +1,130 @@
+/*
+Copyright 2026 The Flotilla Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command manager runs the Flotilla control plane: every reconciler in one controller-runtime
+// manager against the host apiserver. main.go only wires flags, the manager and the
+// reconcilers together; the logic lives in controllers/ and internal/.
+package main
+
+import (
+	"flag"
+	"os"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
+)
+
+// options are the manager's flags. README.md has the table of them.
+type options struct {
+	metricsAddr          string
+	probeAddr            string
+	leaderElect          bool
+	leaderElectionNS     string
+	leaderElectionID     string
+	leaseDuration        time.Duration
+	renewDeadline        time.Duration
+	retryPeriod          time.Duration
+	kubeAPIQPS           float64
+	kubeAPIBurst         int
+	gracefulShutdownTime time.Duration
+}
+
+func (o *options) bind(fs *flag.FlagSet) {
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz probes bind to.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time. On in config/manager.")
+	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to the pod's namespace (flotilla-system out of cluster).")
+	fs.StringVar(&o.leaderElectionID, "leader-election-id", "flotilla-manager.flotilla.io", "Name of the leader election Lease.")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a leader's Lease lasts without renewal.")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps retrying to renew before it gives up leadership.")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew the Lease.")
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 50, "Client-side QPS limit towards the host apiserver. The host's API Priority and Fairness protects it too.")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100, "Client-side burst towards the host apiserver.")
+	fs.DurationVar(&o.gracefulShutdownTime, "graceful-shutdown-timeout", 30*time.Second, "How long reconcilers get to finish on shutdown.")
+}
+
+func main() {
+	var o options
+	o.bind(flag.CommandLine)
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		log.Error(err, "Cannot load a kubeconfig for the host cluster")
+		os.Exit(1)
+	}
+	if err := run(cfg, o); err != nil {
+		log.Error(err, "Manager exited with an error")
+		os.Exit(1)
+	}
+}
+
+func run(cfg *rest.Config, o options) error {
+	log := ctrl.Log.WithName("setup")
+	cfg.QPS = float32(o.kubeAPIQPS)
+	cfg.Burst = o.kubeAPIBurst
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  flotillascheme.New(),
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        o.leaderElectionID,
+		LeaderElectionNamespace: leaderElectionNamespace(o.leaderElectionNS),
+		LeaseDuration:           &o.leaseDuration,
+		RenewDeadline:           &o.renewDeadline,
+		RetryPeriod:             &o.retryPeriod,
+		// The new leader starts without waiting for the old one's process to exit.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &o.gracefulShutdownTime,
+	})
+	if err != nil {
+		return err
+	}
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+
+	log.Info("Starting manager", "leaderElection", o.leaderElect)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// leaderElectionNamespace returns the namespace of the leader election Lease. In cluster,
+// controller-runtime reads the pod's namespace itself; out of cluster it has none, so we
+// default to flotilla-system.
+func leaderElectionNamespace(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if _, err := os.Stat("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		return ""
+	}
+	return "flotilla-system"
+}
