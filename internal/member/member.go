@@ -1,0 +1,442 @@
+package member
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+)
+
+// ErrNotConnected is returned by Get for a member without a healthy connection.
+var ErrNotConnected = errors.New("member cluster is not connected")
+
+// Secret keys of a member's credentials.
+const (
+	SecretKeyToken    = "token"
+	SecretKeyCABundle = "caBundle"
+)
+
+// Options tune connections.
+type Options struct {
+	// ProbeTimeout bounds one health probe.
+	ProbeTimeout time.Duration
+	// FailureThreshold is how many probes in a row must fail before a member is reported down.
+	FailureThreshold int
+	// QPS and Burst limit each member client.
+	QPS   float32
+	Burst int
+}
+
+// DefaultOptions are the options used when fields are zero.
+var DefaultOptions = Options{ProbeTimeout: 5 * time.Second, FailureThreshold: 3, QPS: 100, Burst: 200}
+
+// Member is a connection to one member cluster.
+type Member struct {
+	// Name of the Cluster.
+	Name string
+	// Client reads and writes the member directly (no cache).
+	Client client.Client
+	// Kube is a typed clientset, for discovery and the things controller-runtime's client
+	// does not do (paged lists of pods, say).
+	Kube kubernetes.Interface
+	// Mapper maps kinds to resources in the member.
+	Mapper meta.RESTMapper
+	// Config is the member's REST config.
+	Config *rest.Config
+
+	cache       cache.Cache
+	cancel      context.CancelFunc
+	fingerprint string
+
+	mu        sync.Mutex
+	watched   map[schema.GroupVersionKind]bool
+	healthy   bool
+	failures  int
+	probedAt  time.Time
+	lastError error
+}
+
+// Cached returns the member's cache of managed objects. Call Watch first for the object's
+// kind: reading a kind that is not watched starts an informer for it.
+func (m *Member) Cached() client.Reader { return m.cache }
+
+// Healthy reports whether the last probes succeeded.
+func (m *Member) Healthy() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.healthy
+}
+
+// Status is a member's connection state.
+type Status struct {
+	Connected bool
+	Healthy   bool
+	// Failures counts consecutive failed probes.
+	Failures int
+	// Down is true once Failures reached the failure threshold: the member should be reported
+	// not ready.
+	Down      bool
+	LastError error
+	ProbedAt  time.Time
+}
+
+// Manager holds one Member per connected Cluster. It is safe for concurrent use.
+type Manager struct {
+	scheme *runtime.Scheme
+	opts   Options
+
+	mu      sync.RWMutex
+	members map[string]*Member
+
+	subMu sync.RWMutex
+	subs  []chan event.GenericEvent
+
+	// newConfig builds a member's REST config; tests may replace it.
+	newConfig func(c *clusterv1alpha1.Cluster, s *corev1.Secret) (*rest.Config, error)
+}
+
+// NewManager returns a Manager. Zero fields of opts take DefaultOptions.
+func NewManager(scheme *runtime.Scheme, opts Options) *Manager {
+	if opts.ProbeTimeout <= 0 {
+		opts.ProbeTimeout = DefaultOptions.ProbeTimeout
+	}
+	if opts.FailureThreshold <= 0 {
+		opts.FailureThreshold = DefaultOptions.FailureThreshold
+	}
+	if opts.QPS <= 0 {
+		opts.QPS = DefaultOptions.QPS
+	}
+	if opts.Burst <= 0 {
+		opts.Burst = DefaultOptions.Burst
+	}
+	return &Manager{scheme: scheme, opts: opts, members: map[string]*Member{}, newConfig: RESTConfig}
+}
+
+// RESTConfig builds the REST config of a Push member from its Cluster and credentials Secret.
+func RESTConfig(c *clusterv1alpha1.Cluster, s *corev1.Secret) (*rest.Config, error) {
+	if c.Spec.APIEndpoint == "" {
+		return nil, fmt.Errorf("cluster %s has no spec.apiEndpoint", c.Name)
+	}
+	if s == nil {
+		return nil, fmt.Errorf("cluster %s has no spec.secretRef: set it to a Secret with a %q key", c.Name, SecretKeyToken)
+	}
+	token := string(s.Data[SecretKeyToken])
+	if token == "" {
+		return nil, fmt.Errorf("secret %s/%s of cluster %s has no %q key", s.Namespace, s.Name, c.Name, SecretKeyToken)
+	}
+	cfg := &rest.Config{
+		Host:        c.Spec.APIEndpoint,
+		BearerToken: token,
+		UserAgent:   "flotilla",
+	}
+	if c.Spec.InsecureSkipTLSVerification {
+		cfg.Insecure = true
+	} else {
+		cfg.CAData = s.Data[SecretKeyCABundle]
+	}
+	if c.Spec.ProxyURL != "" {
+		u, err := url.Parse(c.Spec.ProxyURL)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: spec.proxyURL: %w", c.Name, err)
+		}
+		cfg.Proxy = http.ProxyURL(u)
+	}
+	return cfg, nil
+}
+
+func fingerprint(c *clusterv1alpha1.Cluster, s *corev1.Secret) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%v\x00%s\x00", c.Spec.APIEndpoint, c.Spec.InsecureSkipTLSVerification, c.Spec.ProxyURL)
+	if s != nil {
+		h.Write(s.Data[SecretKeyToken])
+		h.Write([]byte{0})
+		h.Write(s.Data[SecretKeyCABundle])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Connect makes sure the member has a connection built from the Cluster and Secret as they
+// are now. It rebuilds the connection when the endpoint, TLS settings or credentials changed,
+// and returns whether it did. It does not probe.
+func (m *Manager) Connect(ctx context.Context, c *clusterv1alpha1.Cluster, s *corev1.Secret) (bool, error) {
+	fp := fingerprint(c, s)
+	m.mu.RLock()
+	old := m.members[c.Name]
+	m.mu.RUnlock()
+	if old != nil && old.fingerprint == fp {
+		return false, nil
+	}
+	cfg, err := m.newConfig(c, s)
+	if err != nil {
+		return false, err
+	}
+	cfg.QPS, cfg.Burst = m.opts.QPS, m.opts.Burst
+	cfg.Timeout = 30 * time.Second
+	mem, err := m.build(ctx, c.Name, cfg, fp)
+	if err != nil {
+		return false, err
+	}
+	var rewatch []schema.GroupVersionKind
+	if old != nil {
+		old.mu.Lock()
+		for gvk := range old.watched {
+			rewatch = append(rewatch, gvk)
+		}
+		old.mu.Unlock()
+	}
+	m.mu.Lock()
+	m.members[c.Name] = mem
+	m.mu.Unlock()
+	if old != nil {
+		old.cancel()
+		logf.FromContext(ctx).Info("Reconnected member cluster: endpoint or credentials changed", "Cluster", c.Name)
+	}
+	for _, gvk := range rewatch {
+		if err := m.Watch(ctx, c.Name, gvk); err != nil {
+			logf.FromContext(ctx).Error(err, "Cannot re-watch kind after reconnect", "Cluster", c.Name, "kind", gvk)
+		}
+	}
+	return true, nil
+}
+
+func (m *Manager) build(ctx context.Context, name string, cfg *rest.Config, fp string) (*Member, error) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", name, err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", name, err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: m.scheme, Mapper: mapper, HTTPClient: httpClient})
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", name, err)
+	}
+	kube, err := kubernetes.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", name, err)
+	}
+	managed := labels.SelectorFromSet(labels.Set{wellknown.ManagedLabel: wellknown.ManagedLabelValue})
+	ca, err := cache.New(cfg, cache.Options{
+		Scheme:                      m.scheme,
+		Mapper:                      mapper,
+		HTTPClient:                  httpClient,
+		DefaultLabelSelector:        managed,
+		DefaultTransform:            cache.TransformStripManagedFields(),
+		ReaderFailOnMissingInformer: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", name, err)
+	}
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		if err := ca.Start(cctx); err != nil {
+			logf.FromContext(ctx).Error(err, "Member cache stopped", "Cluster", name)
+		}
+	}()
+	return &Member{
+		Name: name, Client: cl, Kube: kube, Mapper: mapper, Config: cfg,
+		cache: ca, cancel: cancel, fingerprint: fp, watched: map[schema.GroupVersionKind]bool{},
+	}, nil
+}
+
+// Disconnect drops the member's connection, stopping its cache.
+func (m *Manager) Disconnect(name string) {
+	m.mu.Lock()
+	mem := m.members[name]
+	delete(m.members, name)
+	m.mu.Unlock()
+	if mem != nil {
+		mem.cancel()
+		clusterDown(name)
+	}
+}
+
+// Get returns the member's connection when it is healthy, or an error wrapping
+// ErrNotConnected.
+func (m *Manager) Get(name string) (*Member, error) {
+	m.mu.RLock()
+	mem := m.members[name]
+	m.mu.RUnlock()
+	if mem == nil {
+		return nil, fmt.Errorf("%w: %s has no connection yet", ErrNotConnected, name)
+	}
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	if !mem.healthy {
+		if mem.lastError != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrNotConnected, name, mem.lastError)
+		}
+		return nil, fmt.Errorf("%w: %s has not answered a probe yet", ErrNotConnected, name)
+	}
+	return mem, nil
+}
+
+// Status returns the member's connection state.
+func (m *Manager) Status(name string) Status {
+	m.mu.RLock()
+	mem := m.members[name]
+	m.mu.RUnlock()
+	if mem == nil {
+		return Status{}
+	}
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	return Status{Connected: true, Healthy: mem.healthy, Failures: mem.failures,
+		Down: mem.failures >= m.opts.FailureThreshold, LastError: mem.lastError, ProbedAt: mem.probedAt}
+}
+
+// Probe checks the member's /readyz once and records the result. A member goes unhealthy for
+// Get at once (so writes stop), but Status reports it Down only after FailureThreshold
+// failures in a row. Subscribers are told when health flips.
+func (m *Manager) Probe(ctx context.Context, name string) Status {
+	m.mu.RLock()
+	mem := m.members[name]
+	m.mu.RUnlock()
+	if mem == nil {
+		return Status{}
+	}
+	start := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+	defer cancel()
+	_, err := mem.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(pctx)
+	observeProbe(name, time.Since(start), err)
+
+	mem.mu.Lock()
+	was := mem.healthy
+	mem.probedAt = time.Now()
+	if err != nil {
+		mem.failures++
+		mem.healthy = false
+		mem.lastError = err
+	} else {
+		mem.failures = 0
+		mem.healthy = true
+		mem.lastError = nil
+	}
+	now := mem.healthy
+	mem.mu.Unlock()
+
+	if now {
+		clusterUp(name)
+	} else {
+		clusterDown(name)
+	}
+	if was != now {
+		if now {
+			logf.FromContext(ctx).Info("Member cluster connected", "Cluster", name)
+		} else {
+			logf.FromContext(ctx).Info("Member cluster probe failed", "Cluster", name, "error", err)
+		}
+		m.notify(clusterEvent(name))
+	}
+	return m.Status(name)
+}
+
+// clusterEvent is the event sent to subscribers when a member connects or disconnects: a
+// Cluster object carrying only its name.
+func clusterEvent(name string) event.GenericEvent {
+	c := &clusterv1alpha1.Cluster{}
+	c.Name = name
+	c.SetGroupVersionKind(clusterv1alpha1.GroupVersion.WithKind("Cluster"))
+	return event.GenericEvent{Object: c}
+}
+
+// Subscribe returns a channel that receives an event for every connect and disconnect (the
+// object is a *Cluster with only its name set) and for every change of a watched member
+// object (the object is the member object). Use it with source.Channel.
+func (m *Manager) Subscribe() <-chan event.GenericEvent {
+	ch := make(chan event.GenericEvent, 1024)
+	m.subMu.Lock()
+	m.subs = append(m.subs, ch)
+	m.subMu.Unlock()
+	return ch
+}
+
+func (m *Manager) notify(ev event.GenericEvent) {
+	m.subMu.RLock()
+	defer m.subMu.RUnlock()
+	for _, ch := range m.subs {
+		ch <- ev
+	}
+}
+
+// Watch makes the member's cache watch managed objects of one kind and route their events to
+// subscribers. It is idempotent.
+func (m *Manager) Watch(ctx context.Context, name string, gvk schema.GroupVersionKind) error {
+	m.mu.RLock()
+	mem := m.members[name]
+	m.mu.RUnlock()
+	if mem == nil {
+		return fmt.Errorf("%w: %s", ErrNotConnected, name)
+	}
+	mem.mu.Lock()
+	done := mem.watched[gvk]
+	mem.mu.Unlock()
+	if done {
+		return nil
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	inf, err := mem.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("cluster %s: watch %s: %w", name, gvk, err)
+	}
+	send := func(o any) {
+		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+			o = d.Obj
+		}
+		if co, ok := o.(client.Object); ok {
+			m.notify(event.GenericEvent{Object: co})
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    send,
+		UpdateFunc: func(_, n any) { send(n) },
+		DeleteFunc: send,
+	}); err != nil {
+		return fmt.Errorf("cluster %s: watch %s: %w", name, gvk, err)
+	}
+	mem.mu.Lock()
+	mem.watched[gvk] = true
+	mem.mu.Unlock()
+	return nil
+}
+
+// Discovery returns a discovery client of the member.
+func (mem *Member) Discovery() discovery.DiscoveryInterface { return mem.Kube.Discovery() }
+
+// Names returns the names of the connected members.
+func (m *Manager) Names() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]string, 0, len(m.members))
+	for n := range m.members {
+		out = append(out, n)
+	}
+	return out
+}
