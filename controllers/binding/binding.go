@@ -1,0 +1,343 @@
+// Package binding turns scheduled bindings into Works: for each target cluster it revises the
+// template's replicas, applies ClusterOverridePolicies then OverridePolicies, and writes one
+// Work in the cluster's execution namespace. It removes the Works of clusters no longer
+// scheduled, and on binding deletion deletes all of them (telling them to keep the member
+// objects when the binding says so).
+package binding
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/bindings"
+	"github.com/flotilla-io/flotilla/internal/overrides"
+)
+
+// Interpreter prepares a template for a member.
+type Interpreter interface {
+	// Prune removes the fields the host filled in.
+	Prune(obj *unstructured.Unstructured) *unstructured.Unstructured
+	// ReviseReplicas sets the replicas a cluster was assigned.
+	ReviseReplicas(obj *unstructured.Unstructured, replicas int64) (*unstructured.Unstructured, error)
+}
+
+// Reconciler renders the Works of one kind of binding.
+type Reconciler struct {
+	Client      client.Client
+	APIReader   client.Reader
+	Recorder    events.EventRecorder
+	Interpreter Interpreter
+	// NewBinding returns an empty ResourceBinding or ClusterResourceBinding.
+	NewBinding func() client.Object
+}
+
+// +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings;clusterresourcebindings,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings/status;clusterresourcebindings/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=work.karmada.io,resources=works,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy.karmada.io,resources=overridepolicies;clusteroverridepolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile renders one binding's Works.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rb := r.NewBinding()
+	if err := r.Client.Get(ctx, req.NamespacedName, rb); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	spec := bindings.Spec(rb)
+	log := ctrl.LoggerFrom(ctx).WithValues(bindings.Kind(rb), req.String())
+	ctx = ctrl.LoggerInto(ctx, log)
+
+	if rb.GetDeletionTimestamp() != nil {
+		return ctrl.Result{}, r.finalize(ctx, rb)
+	}
+	if !controllerutil.ContainsFinalizer(rb, wellknown.BindingControllerFinalizer) {
+		patch := client.MergeFrom(rb.DeepCopyObject().(client.Object))
+		controllerutil.AddFinalizer(rb, wellknown.BindingControllerFinalizer)
+		return ctrl.Result{}, r.Client.Patch(ctx, rb, patch)
+	}
+
+	existing, err := r.works(ctx, rb)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var renderErrs []error
+	wanted := map[string]bool{}
+	if len(spec.Clusters) > 0 {
+		tmpl := &unstructured.Unstructured{}
+		tmpl.SetAPIVersion(spec.Resource.APIVersion)
+		tmpl.SetKind(spec.Resource.Kind)
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: spec.Resource.Namespace, Name: spec.Resource.Name}, tmpl); err != nil {
+			// A missing template means the detector is about to delete this binding.
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		cops, ops, err := r.overridePolicies(ctx, tmpl.GetNamespace())
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		for _, tc := range spec.Clusters {
+			wanted[tc.Name] = true
+			cluster := &clusterv1alpha1.Cluster{}
+			if err := r.Client.Get(ctx, types.NamespacedName{Name: tc.Name}, cluster); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue // the scheduler moves the binding off a removed cluster
+				}
+				return ctrl.Result{}, err
+			}
+			work, err := r.render(rb, tmpl, cluster, tc.Replicas, cops, ops)
+			if err != nil {
+				renderErrs = append(renderErrs, fmt.Errorf("cluster %s: %w", tc.Name, err))
+				continue
+			}
+			if err := r.apply(ctx, existing[tc.Name], work); err != nil {
+				r.Recorder.Eventf(rb, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkFailed, "SyncWork",
+					"Cannot write Work %s/%s: %v", work.Namespace, work.Name, err)
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	for name, w := range existing {
+		if !wanted[name] {
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, w)); err != nil {
+				return ctrl.Result{}, err
+			}
+			log.Info("Removed Work of a cluster no longer scheduled", "Cluster", name, "Work", w.Name)
+		}
+	}
+	return ctrl.Result{}, r.setOverridden(ctx, rb, errors.Join(renderErrs...))
+}
+
+// works returns the binding's Works by cluster name.
+func (r *Reconciler) works(ctx context.Context, rb client.Object) (map[string]*workv1alpha1.Work, error) {
+	list := &workv1alpha1.WorkList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{bindings.IndexWorkByBinding: bindings.PermanentID(rb)}); err != nil {
+		return nil, err
+	}
+	out := make(map[string]*workv1alpha1.Work, len(list.Items))
+	for i := range list.Items {
+		if c, ok := bindings.ClusterOfWork(list.Items[i].Namespace); ok {
+			out[c] = &list.Items[i]
+		}
+	}
+	return out, nil
+}
+
+func (r *Reconciler) overridePolicies(ctx context.Context, ns string) ([]policyv1alpha1.ClusterOverridePolicy, []policyv1alpha1.OverridePolicy, error) {
+	cops := &policyv1alpha1.ClusterOverridePolicyList{}
+	if err := r.Client.List(ctx, cops); err != nil {
+		return nil, nil, err
+	}
+	ops := &policyv1alpha1.OverridePolicyList{}
+	if ns != "" {
+		if err := r.Client.List(ctx, ops, client.InNamespace(ns)); err != nil {
+			return nil, nil, err
+		}
+	}
+	return cops.Items, ops.Items, nil
+}
+
+// render builds the Work that carries the template to one cluster.
+func (r *Reconciler) render(rb client.Object, tmpl *unstructured.Unstructured, cluster *clusterv1alpha1.Cluster, replicas int32,
+	cops []policyv1alpha1.ClusterOverridePolicy, ops []policyv1alpha1.OverridePolicy) (*workv1alpha1.Work, error) {
+	spec := bindings.Spec(rb)
+	obj := r.Interpreter.Prune(tmpl)
+	if spec.Replicas > 0 && !retainsReplicas(tmpl) {
+		var err error
+		if obj, err = r.Interpreter.ReviseReplicas(obj, int64(replicas)); err != nil {
+			return nil, err
+		}
+	}
+	obj, applied, err := overrides.Apply(obj, cluster, cops, ops)
+	if err != nil {
+		return nil, err
+	}
+	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{
+		Namespace: wellknown.ExecutionNamespace(cluster.Name),
+		Name:      bindings.WorkName(tmpl.GetKind(), tmpl.GetNamespace(), tmpl.GetName()),
+		Labels: map[string]string{
+			bindings.WorkBindingLabel(rb): bindings.PermanentID(rb),
+			wellknown.ManagedLabel:        wellknown.ManagedLabelValue,
+		},
+		Annotations: map[string]string{},
+	}}
+	if rb.GetNamespace() == "" {
+		work.Annotations[wellknown.ClusterResourceBindingNameAnnotation] = rb.GetName()
+	} else {
+		work.Annotations[wellknown.ResourceBindingNamespaceAnnotation] = rb.GetNamespace()
+		work.Annotations[wellknown.ResourceBindingNameAnnotation] = rb.GetName()
+	}
+	for k, v := range applied {
+		work.Annotations[k] = v
+	}
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[wellknown.ManagedLabel] = wellknown.ManagedLabelValue
+	obj.SetLabels(labels)
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[wellknown.WorkNamespaceAnnotation] = work.Namespace
+	ann[wellknown.WorkNameAnnotation] = work.Name
+	ann[wellknown.ResourceTemplateUIDAnnotation] = string(tmpl.GetUID())
+	ann[wellknown.ResourceTemplateGenerationAnnotation] = fmt.Sprint(tmpl.GetGeneration())
+	if spec.ConflictResolution == policyv1alpha1.ConflictOverwrite {
+		ann[wellknown.ConflictResolutionAnnotation] = wellknown.ConflictResolutionOverwrite
+	}
+	obj.SetAnnotations(ann)
+	raw, err := obj.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	work.Spec.Workload.Manifests = []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}
+	if bindings.DispatchSuspended(spec, cluster.Name) {
+		work.Spec.SuspendDispatching = ptr.To(true)
+	}
+	if ptr.Deref(spec.PreserveResourcesOnDeletion, false) {
+		work.Spec.PreserveResourcesOnDeletion = ptr.To(true)
+	}
+	return work, nil
+}
+
+func retainsReplicas(tmpl *unstructured.Unstructured) bool {
+	return tmpl.GetLabels()[wellknown.RetainReplicasLabel] == "true"
+}
+
+// apply creates the Work, or patches it when it differs from what is wanted.
+func (r *Reconciler) apply(ctx context.Context, cur, want *workv1alpha1.Work) error {
+	if cur == nil {
+		controllerutil.AddFinalizer(want, wellknown.ExecutionControllerFinalizer)
+		want.Labels[wellknown.WorkPermanentIDLabel] = string(uuidFor(want))
+		return r.Client.Create(ctx, want)
+	}
+	if cur.DeletionTimestamp != nil {
+		return fmt.Errorf("work %s/%s is being deleted; will recreate it once it is gone", cur.Namespace, cur.Name)
+	}
+	before := cur.DeepCopy()
+	for k, v := range want.Labels {
+		cur.Labels[k] = v
+	}
+	if cur.Annotations == nil {
+		cur.Annotations = map[string]string{}
+	}
+	for _, k := range []string{wellknown.AppliedOverridesAnnotation, wellknown.AppliedClusterOverridesAnnotation} {
+		delete(cur.Annotations, k)
+	}
+	for k, v := range want.Annotations {
+		cur.Annotations[k] = v
+	}
+	if !manifestsEqual(cur.Spec.Workload.Manifests, want.Spec.Workload.Manifests) {
+		cur.Spec.Workload = want.Spec.Workload
+	}
+	cur.Spec.SuspendDispatching = want.Spec.SuspendDispatching
+	cur.Spec.PreserveResourcesOnDeletion = want.Spec.PreserveResourcesOnDeletion
+	if equality.Semantic.DeepEqual(before, cur) {
+		return nil
+	}
+	return r.Client.Patch(ctx, cur, client.MergeFrom(before))
+}
+
+func manifestsEqual(a, b []workv1alpha1.Manifest) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		var x, y map[string]any
+		if err := unmarshal(a[i].Raw, &x); err != nil {
+			return false
+		}
+		if err := unmarshal(b[i].Raw, &y); err != nil {
+			return false
+		}
+		if !equality.Semantic.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
+}
+
+// finalize deletes the binding's Works, telling them to keep their member objects when the
+// binding preserves resources, then lets the binding go.
+func (r *Reconciler) finalize(ctx context.Context, rb client.Object) error {
+	if !controllerutil.ContainsFinalizer(rb, wellknown.BindingControllerFinalizer) {
+		return nil
+	}
+	preserve := ptr.Deref(bindings.Spec(rb).PreserveResourcesOnDeletion, false)
+	works, err := r.works(ctx, rb)
+	if err != nil {
+		return err
+	}
+	for _, w := range works {
+		if preserve && !ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {
+			before := w.DeepCopy()
+			w.Spec.PreserveResourcesOnDeletion = ptr.To(true)
+			if err := r.Client.Patch(ctx, w, client.MergeFrom(before)); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+		}
+		if err := client.IgnoreNotFound(r.Client.Delete(ctx, w)); err != nil {
+			return err
+		}
+	}
+	patch := client.MergeFrom(rb.DeepCopyObject().(client.Object))
+	controllerutil.RemoveFinalizer(rb, wellknown.BindingControllerFinalizer)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, rb, patch))
+}
+
+// setOverridden records override failures in the Overridden condition (and an event). An
+// override error is the user's to fix, so it is not retried with backoff: the binding comes
+// back when a policy, the template or a cluster changes.
+func (r *Reconciler) setOverridden(ctx context.Context, rb client.Object, renderErr error) error {
+	status := bindings.Status(rb)
+	cond := metav1.Condition{Type: wellknown.ConditionOverridden, Status: metav1.ConditionTrue,
+		Reason: wellknown.ReasonOverrideSucceeded, Message: "Every override applied", ObservedGeneration: rb.GetGeneration()}
+	if renderErr != nil {
+		cond.Status, cond.Reason = metav1.ConditionFalse, wellknown.ReasonOverrideFailed
+		cond.Message = truncate(renderErr.Error(), 32*1024)
+	}
+	old := meta.FindStatusCondition(status.Conditions, cond.Type)
+	if old != nil && old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message && old.ObservedGeneration == cond.ObservedGeneration {
+		return nil
+	}
+	if renderErr != nil {
+		r.Recorder.Eventf(rb, nil, corev1.EventTypeWarning, wellknown.EventReasonApplyOverrideFailed, "Override", "%s", cond.Message)
+	}
+	before := rb.DeepCopyObject().(client.Object)
+	meta.SetStatusCondition(&status.Conditions, cond)
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, rb, client.MergeFrom(before)))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+func unmarshal(raw []byte, into *map[string]any) error { return json.Unmarshal(raw, into) }
+
+// uuidFor returns a new permanent id for a Work.
+func uuidFor(*workv1alpha1.Work) types.UID { return types.UID(uuid.NewString()) }

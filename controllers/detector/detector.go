@@ -1,0 +1,515 @@
+package detector
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/internal/policymatch"
+)
+
+// ReplicaInterpreter reads a template's replicas and per-replica requirements.
+type ReplicaInterpreter interface {
+	GetReplicas(obj *unstructured.Unstructured) (int32, *workv1alpha2.ReplicaRequirements, error)
+}
+
+// Reconciler binds templates to policies. Create it with New and add it with SetupWithManager.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the host.
+	Client client.Client
+	// APIReader reads templates whole, straight from the host.
+	APIReader client.Reader
+	// Recorder emits events on templates.
+	Recorder events.EventRecorder
+	// Interpreter reads replicas and requirements.
+	Interpreter ReplicaInterpreter
+
+	watcher *watcher
+
+	// warned holds templates that got the "no policy" warning, so it is sent once.
+	warned sync.Map
+}
+
+// +kubebuilder:rbac:groups=policy.karmada.io,resources=propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings;clusterresourcebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// The detector reads every kind that can be a template and claims the templates with labels,
+// so it needs get, list, watch and patch on all resources. This is the one wildcard grant:
+// templates are whatever kinds users create, including custom resources unknown at install.
+// +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch;patch
+
+// Reconcile binds one template.
+func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx).WithValues("template", key.String())
+	ctx = ctrl.LoggerInto(ctx, log)
+
+	tmpl := &metav1.PartialObjectMetadata{}
+	tmpl.SetGroupVersionKind(key.GVK)
+	if err := r.Client.Get(ctx, key.NamespacedName, tmpl); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		r.warned.Delete(key)
+		// The template is gone: its binding goes, and with it the member objects unless the
+		// policy preserves them.
+		return ctrl.Result{}, r.deleteBinding(ctx, key, false)
+	}
+	if tmpl.DeletionTimestamp != nil {
+		return ctrl.Result{}, r.deleteBinding(ctx, key, false)
+	}
+
+	inScope, err := r.inScope(ctx, tmpl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !inScope {
+		r.warned.Delete(key)
+		return ctrl.Result{}, r.unclaim(ctx, tmpl)
+	}
+
+	policies, err := r.candidatePolicies(ctx, tmpl.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	choice, chooseErr := policymatch.Choose(selectable(tmpl), claimOf(tmpl), policies)
+	if chooseErr != nil {
+		log.Error(chooseErr, "Some policies have invalid selectors and were skipped")
+	}
+	if choice.Policy == nil {
+		if err := r.unclaim(ctx, tmpl); err != nil {
+			return ctrl.Result{}, err
+		}
+		if _, already := r.warned.LoadOrStore(key, struct{}{}); !already {
+			r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, wellknown.EventReasonNoPolicyMatch, "Propagate", wellknown.MessageNoPolicyMatch)
+		}
+		return ctrl.Result{}, nil
+	}
+	r.warned.Delete(key)
+	p := choice.Policy
+	if p.PermanentID == "" {
+		// The policy reconciler labels new policies; their update brings the template back.
+		log.V(1).Info("Policy has no permanent-id label yet; waiting", "policy", p.String())
+		return ctrl.Result{}, nil
+	}
+
+	if err := r.claim(ctx, tmpl, p); err != nil {
+		return ctrl.Result{}, err
+	}
+	changed, err := r.ensureBinding(ctx, tmpl, p)
+	if err != nil {
+		r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, wellknown.EventReasonApplyPolicyFailed, "Propagate",
+			"Cannot apply %s: %v", p, err)
+		return ctrl.Result{}, err
+	}
+	if changed {
+		msg := fmt.Sprintf("Applied %s", p)
+		if choice.Preempted {
+			msg += " (preempted the previous policy)"
+		}
+		r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, wellknown.EventReasonApplyPolicySucceed, "Propagate", msg)
+	}
+	return ctrl.Result{}, nil
+}
+
+// inScope reports whether the template may be propagated: cluster-scoped, or in an opted-in,
+// non-system namespace; and not one of the objects the host makes everywhere.
+func (r *Reconciler) inScope(ctx context.Context, tmpl *metav1.PartialObjectMetadata) (bool, error) {
+	if skippedObject(tmpl.GroupVersionKind(), tmpl.Name) {
+		return false, nil
+	}
+	if tmpl.Namespace == "" {
+		return true, nil
+	}
+	return r.namespaceOptedIn(ctx, tmpl.Namespace)
+}
+
+func (r *Reconciler) namespaceOptedIn(ctx context.Context, name string) (bool, error) {
+	if systemNamespace(name) {
+		return false, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return ns.Labels[wellknown.PropagationLabel] == wellknown.PropagationEnabled, nil
+}
+
+// candidatePolicies lists the PropagationPolicies of the namespace and every
+// ClusterPropagationPolicy.
+func (r *Reconciler) candidatePolicies(ctx context.Context, namespace string) ([]*policymatch.Policy, error) {
+	var out []*policymatch.Policy
+	if namespace != "" {
+		pps := &policyv1alpha1.PropagationPolicyList{}
+		if err := r.Client.List(ctx, pps, client.InNamespace(namespace)); err != nil {
+			return nil, err
+		}
+		for i := range pps.Items {
+			pp := &pps.Items[i]
+			out = append(out, &policymatch.Policy{Namespace: pp.Namespace, Name: pp.Name, Spec: &pp.Spec,
+				PermanentID: pp.Labels[wellknown.PropagationPolicyPermanentIDLabel], Deleting: pp.DeletionTimestamp != nil})
+		}
+	}
+	cpps := &policyv1alpha1.ClusterPropagationPolicyList{}
+	if err := r.Client.List(ctx, cpps); err != nil {
+		return nil, err
+	}
+	for i := range cpps.Items {
+		cpp := &cpps.Items[i]
+		out = append(out, &policymatch.Policy{Name: cpp.Name, Spec: &cpp.Spec,
+			PermanentID: cpp.Labels[wellknown.ClusterPropagationPolicyPermanentIDLabel], Deleting: cpp.DeletionTimestamp != nil})
+	}
+	return out, nil
+}
+
+// selectable is the template as the selector matcher needs it.
+func selectable(tmpl *metav1.PartialObjectMetadata) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(tmpl.GroupVersionKind())
+	u.SetNamespace(tmpl.Namespace)
+	u.SetName(tmpl.Name)
+	u.SetLabels(tmpl.Labels)
+	return u
+}
+
+// claimOf reads who claims the template from its labels and annotations.
+func claimOf(tmpl *metav1.PartialObjectMetadata) policymatch.Claim {
+	a := tmpl.Annotations
+	if tmpl.Labels[wellknown.PropagationPolicyPermanentIDLabel] != "" {
+		return policymatch.Claim{Namespace: a[wellknown.PropagationPolicyNamespaceAnnotation], Name: a[wellknown.PropagationPolicyNameAnnotation]}
+	}
+	if tmpl.Labels[wellknown.ClusterPropagationPolicyPermanentIDLabel] != "" {
+		return policymatch.Claim{Cluster: true, Name: a[wellknown.ClusterPropagationPolicyNameAnnotation]}
+	}
+	return policymatch.Claim{}
+}
+
+var claimLabels = []string{wellknown.PropagationPolicyPermanentIDLabel, wellknown.ClusterPropagationPolicyPermanentIDLabel}
+var claimAnnotations = []string{wellknown.PropagationPolicyNamespaceAnnotation, wellknown.PropagationPolicyNameAnnotation, wellknown.ClusterPropagationPolicyNameAnnotation}
+
+// claim labels and annotates the template for the policy, in one patch, when it is not
+// already.
+func (r *Reconciler) claim(ctx context.Context, tmpl *metav1.PartialObjectMetadata, p *policymatch.Policy) error {
+	labels, annotations := map[string]string{}, map[string]string{}
+	if p.IsCluster() {
+		labels[wellknown.ClusterPropagationPolicyPermanentIDLabel] = p.PermanentID
+		annotations[wellknown.ClusterPropagationPolicyNameAnnotation] = p.Name
+	} else {
+		labels[wellknown.PropagationPolicyPermanentIDLabel] = p.PermanentID
+		annotations[wellknown.PropagationPolicyNamespaceAnnotation] = p.Namespace
+		annotations[wellknown.PropagationPolicyNameAnnotation] = p.Name
+	}
+	return r.patchClaim(ctx, tmpl, labels, annotations)
+}
+
+// patchClaim sets the claim keys to exactly the given ones, removing the others, with one
+// merge patch when anything differs.
+func (r *Reconciler) patchClaim(ctx context.Context, tmpl *metav1.PartialObjectMetadata, labels, annotations map[string]string) error {
+	patchLabels, patchAnnotations := map[string]any{}, map[string]any{}
+	diff := func(have map[string]string, keys []string, want map[string]string, out map[string]any) {
+		for _, k := range keys {
+			w, ok := want[k]
+			switch {
+			case ok && have[k] != w:
+				out[k] = w
+			case !ok:
+				if _, present := have[k]; present {
+					out[k] = nil
+				}
+			}
+		}
+	}
+	diff(tmpl.Labels, claimLabels, labels, patchLabels)
+	diff(tmpl.Annotations, claimAnnotations, annotations, patchAnnotations)
+	if len(patchLabels) == 0 && len(patchAnnotations) == 0 {
+		return nil
+	}
+	md := map[string]any{}
+	if len(patchLabels) > 0 {
+		md["labels"] = patchLabels
+	}
+	if len(patchAnnotations) > 0 {
+		md["annotations"] = patchAnnotations
+	}
+	data, err := json.Marshal(map[string]any{"metadata": md})
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(r.Client.Patch(ctx, tmpl, client.RawPatch(types.MergePatchType, data)))
+}
+
+// unclaim removes the claim and the binding, keeping member objects.
+func (r *Reconciler) unclaim(ctx context.Context, tmpl *metav1.PartialObjectMetadata) error {
+	key := Key{GVK: tmpl.GroupVersionKind(), NamespacedName: client.ObjectKeyFromObject(tmpl)}
+	if err := r.deleteBinding(ctx, key, true); err != nil {
+		return err
+	}
+	return r.patchClaim(ctx, tmpl, nil, nil)
+}
+
+// deleteBinding deletes the template's binding. With preserve, the binding is first marked
+// preserveResourcesOnDeletion so that the binding controller leaves the member objects.
+func (r *Reconciler) deleteBinding(ctx context.Context, key Key, preserve bool) error {
+	rb := newBinding(key)
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(rb), rb); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if rb.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	if preserve {
+		spec := bindingSpec(rb)
+		if !ptr.Deref(spec.PreserveResourcesOnDeletion, false) {
+			patch := []byte(`{"spec":{"preserveResourcesOnDeletion":true}}`)
+			if err := r.Client.Patch(ctx, rb, client.RawPatch(types.MergePatchType, patch)); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+		}
+		ctrl.LoggerFrom(ctx).Info("Unbinding template; member objects are kept", "binding", rb.GetName())
+	}
+	return client.IgnoreNotFound(r.Client.Delete(ctx, rb))
+}
+
+// newBinding returns an empty binding object of the right kind and name for the template.
+func newBinding(key Key) client.Object {
+	name := BindingName(key.GVK.Kind, key.Name)
+	if key.Namespace == "" {
+		return &workv1alpha2.ClusterResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	return &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: name}}
+}
+
+func bindingSpec(o client.Object) *workv1alpha2.ResourceBindingSpec {
+	switch b := o.(type) {
+	case *workv1alpha2.ResourceBinding:
+		return &b.Spec
+	case *workv1alpha2.ClusterResourceBinding:
+		return &b.Spec
+	}
+	return nil
+}
+
+// ensureBinding creates or updates the template's binding. It reads the whole template only
+// when the binding is missing or stale. It reports whether it wrote.
+func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObjectMetadata, p *policymatch.Policy) (bool, error) {
+	key := Key{GVK: tmpl.GroupVersionKind(), NamespacedName: client.ObjectKeyFromObject(tmpl)}
+	rb := newBinding(key)
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(rb), rb)
+	exists := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	if exists && rb.GetDeletionTimestamp() != nil {
+		// Wait for the old binding to go; its deletion brings the template back.
+		return false, nil
+	}
+	policySide, err := r.policyFields(ctx, tmpl, p)
+	if err != nil {
+		return false, err
+	}
+	if exists && bindingCurrent(rb, tmpl, p, policySide) {
+		return false, nil
+	}
+
+	full := &unstructured.Unstructured{}
+	full.SetGroupVersionKind(key.GVK)
+	if err := r.APIReader.Get(ctx, key.NamespacedName, full); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	replicas, req, err := r.Interpreter.GetReplicas(full)
+	if err != nil {
+		return false, fmt.Errorf("reading replicas of %s: %w", key, err)
+	}
+
+	desired := newBinding(key)
+	desired.SetLabels(bindingLabels(p))
+	desired.SetAnnotations(map[string]string{wellknown.ResourceTemplateGenerationAnnotation: fmt.Sprint(full.GetGeneration())})
+	desired.SetOwnerReferences([]metav1.OwnerReference{{
+		APIVersion: full.GetAPIVersion(), Kind: full.GetKind(), Name: full.GetName(), UID: full.GetUID(),
+		Controller: ptr.To(true),
+	}})
+	spec := bindingSpec(desired)
+	*spec = policySide
+	spec.Resource = workv1alpha2.ObjectReference{
+		APIVersion: full.GetAPIVersion(), Kind: full.GetKind(), Namespace: full.GetNamespace(), Name: full.GetName(),
+		UID: full.GetUID(), ResourceVersion: full.GetResourceVersion(),
+	}
+	spec.Replicas = replicas
+	spec.ReplicaRequirements = req
+
+	if !exists {
+		idLabel := wellknown.ResourceBindingPermanentIDLabel
+		if key.Namespace == "" {
+			idLabel = wellknown.ClusterResourceBindingPermanentIDLabel
+		}
+		l := desired.GetLabels()
+		l[idLabel] = string(newUUID())
+		desired.SetLabels(l)
+		if err := r.Client.Create(ctx, desired); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+
+	// Update only what the detector owns; spec.clusters and the rest belong to others.
+	before := rb.DeepCopyObject().(client.Object)
+	mergeMaps(rb, desired)
+	rb.SetOwnerReferences(desired.GetOwnerReferences())
+	cur := bindingSpec(rb)
+	cur.Resource = spec.Resource
+	cur.Replicas = spec.Replicas
+	cur.ReplicaRequirements = spec.ReplicaRequirements
+	cur.Placement = spec.Placement
+	cur.PropagateDeps = spec.PropagateDeps
+	cur.SchedulerName = spec.SchedulerName
+	cur.Failover = spec.Failover
+	cur.ConflictResolution = spec.ConflictResolution
+	cur.PreserveResourcesOnDeletion = spec.PreserveResourcesOnDeletion
+	cur.SchedulePriority = spec.SchedulePriority
+	cur.Suspension = mergeSuspension(cur.Suspension, spec.Suspension)
+	if equality.Semantic.DeepEqual(before, rb) {
+		return false, nil
+	}
+	return true, r.Client.Patch(ctx, rb, client.MergeFrom(before))
+}
+
+// policyFields is the part of a binding's spec that comes from the policy (and the template's
+// conflict-resolution annotation).
+func (r *Reconciler) policyFields(ctx context.Context, tmpl *metav1.PartialObjectMetadata, p *policymatch.Policy) (workv1alpha2.ResourceBindingSpec, error) {
+	s := p.Spec
+	out := workv1alpha2.ResourceBindingSpec{
+		Placement:                   s.Placement.DeepCopy(),
+		PropagateDeps:               s.PropagateDeps,
+		SchedulerName:               s.SchedulerName,
+		Failover:                    s.Failover.DeepCopy(),
+		ConflictResolution:          s.ConflictResolution,
+		PreserveResourcesOnDeletion: s.PreserveResourcesOnDeletion,
+	}
+	if out.SchedulerName == "" {
+		out.SchedulerName = wellknown.DefaultSchedulerName
+	}
+	if out.ConflictResolution == "" {
+		out.ConflictResolution = policyv1alpha1.ConflictAbort
+	}
+	switch tmpl.Annotations[wellknown.ConflictResolutionAnnotation] {
+	case wellknown.ConflictResolutionOverwrite:
+		out.ConflictResolution = policyv1alpha1.ConflictOverwrite
+	case wellknown.ConflictResolutionAbort:
+		out.ConflictResolution = policyv1alpha1.ConflictAbort
+	}
+	if s.Suspension != nil {
+		out.Suspension = &workv1alpha2.Suspension{Suspension: *s.Suspension.DeepCopy()}
+	}
+	if s.SchedulePriority != nil && s.SchedulePriority.PriorityClassSource == policyv1alpha1.KubePriorityClass {
+		pc := &schedulingv1.PriorityClass{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: s.SchedulePriority.PriorityClassName}, pc); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return out, err
+			}
+			return out, fmt.Errorf("%s: schedulePriority.priorityClassName %q: no such PriorityClass", p, s.SchedulePriority.PriorityClassName)
+		}
+		out.SchedulePriority = &workv1alpha2.SchedulePriority{Priority: pc.Value}
+	}
+	return out, nil
+}
+
+// bindingCurrent reports whether the binding already reflects this template version and
+// policy, so the template need not be read.
+func bindingCurrent(rb client.Object, tmpl *metav1.PartialObjectMetadata, p *policymatch.Policy, policySide workv1alpha2.ResourceBindingSpec) bool {
+	for k, v := range bindingLabels(p) {
+		if rb.GetLabels()[k] != v {
+			return false
+		}
+	}
+	spec := bindingSpec(rb)
+	if spec.Resource.UID != tmpl.UID {
+		return false
+	}
+	if tmpl.Generation > 0 {
+		if rb.GetAnnotations()[wellknown.ResourceTemplateGenerationAnnotation] != fmt.Sprint(tmpl.Generation) {
+			return false
+		}
+	} else if spec.Resource.ResourceVersion != tmpl.ResourceVersion {
+		return false
+	}
+	var susp *workv1alpha2.Suspension
+	if spec.Suspension != nil {
+		susp = &workv1alpha2.Suspension{Suspension: spec.Suspension.Suspension}
+	}
+	return equality.Semantic.DeepEqual(spec.Placement, policySide.Placement) &&
+		spec.PropagateDeps == policySide.PropagateDeps &&
+		spec.SchedulerName == policySide.SchedulerName &&
+		equality.Semantic.DeepEqual(spec.Failover, policySide.Failover) &&
+		spec.ConflictResolution == policySide.ConflictResolution &&
+		equality.Semantic.DeepEqual(spec.PreserveResourcesOnDeletion, policySide.PreserveResourcesOnDeletion) &&
+		equality.Semantic.DeepEqual(spec.SchedulePriority, policySide.SchedulePriority) &&
+		equality.Semantic.DeepEqual(susp, policySide.Suspension)
+}
+
+// mergeSuspension takes the policy's dispatching fields and keeps the binding's own
+// scheduling pause, which users set on bindings directly.
+func mergeSuspension(cur, fromPolicy *workv1alpha2.Suspension) *workv1alpha2.Suspension {
+	var scheduling *bool
+	if cur != nil {
+		scheduling = cur.Scheduling
+	}
+	if fromPolicy == nil && scheduling == nil {
+		return nil
+	}
+	out := &workv1alpha2.Suspension{Scheduling: scheduling}
+	if fromPolicy != nil {
+		out.Suspension = fromPolicy.Suspension
+	}
+	return out
+}
+
+func bindingLabels(p *policymatch.Policy) map[string]string {
+	if p.IsCluster() {
+		return map[string]string{wellknown.ClusterPropagationPolicyPermanentIDLabel: p.PermanentID}
+	}
+	return map[string]string{wellknown.PropagationPolicyPermanentIDLabel: p.PermanentID}
+}
+
+// mergeMaps sets desired's labels and annotations on obj, keeping obj's others; the claim
+// label of the other policy kind is removed (a PP may take a template from a CPP).
+func mergeMaps(obj, desired client.Object) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for _, k := range claimLabels {
+		delete(labels, k)
+	}
+	for k, v := range desired.GetLabels() {
+		labels[k] = v
+	}
+	obj.SetLabels(labels)
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	for k, v := range desired.GetAnnotations() {
+		ann[k] = v
+	}
+	obj.SetAnnotations(ann)
+}
+
+func newUUID() types.UID { return types.UID(uuid.NewString()) }

@@ -1,0 +1,15 @@
+// Package detector finds resource templates and binds them to the policy that claims them.
+//
+// It watches, metadata only, every kind the host serves that can be a template (discovered
+// at start and again when CRDs change or every DiscoveryInterval), in namespaces labelled
+// flotilla.io/propagation=enabled, plus cluster-scoped kinds for ClusterPropagationPolicies.
+// For each template it chooses a policy (internal/policymatch), claims the template with
+// Karmada's labels and annotations, and creates or updates its ResourceBinding (namespaced
+// templates) or ClusterResourceBinding (cluster-scoped ones) with the replicas and
+// per-replica requirements from the resource interpreter and the policy's placement.
+//
+// Deleting a template deletes its binding (and so its member objects, unless
+// preserveResourcesOnDeletion). Deleting a policy, or opting a namespace out, unclaims the
+// templates and removes their bindings without deleting member objects: the binding is
+// marked preserveResourcesOnDeletion first. Unclaimed templates wait for the next policy.
+package detector

@@ -1,0 +1,63 @@
+package execution
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+)
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("execution").
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		For(&workv1alpha1.Work{}, builder.WithPredicates(specOrDeletion())).
+		WatchesRawSource(source.Channel(r.Members.Subscribe(), MemberEventHandler(mgr.GetClient()))).
+		Complete(r)
+}
+
+// specOrDeletion passes Work events other than status updates.
+func specOrDeletion() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld, e.ObjectNew
+			return o.GetGeneration() != n.GetGeneration() || (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
+		},
+	}
+}
+
+// MemberEventHandler maps events from the member connection manager to Works: a member
+// (re)connecting or disconnecting brings back every Work of that cluster; a change to a
+// member object brings back the Work named in its annotations.
+func MemberEventHandler(c client.Reader) handler.TypedEventHandler[client.Object, reconcile.Request] {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		if _, ok := o.(*clusterv1alpha1.Cluster); ok {
+			works := &workv1alpha1.WorkList{}
+			if err := c.List(ctx, works, client.InNamespace(wellknown.ExecutionNamespace(o.GetName()))); err != nil {
+				return nil
+			}
+			out := make([]reconcile.Request, 0, len(works.Items))
+			for i := range works.Items {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&works.Items[i])})
+			}
+			return out
+		}
+		a := o.GetAnnotations()
+		if a[wellknown.WorkNameAnnotation] == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: a[wellknown.WorkNamespaceAnnotation], Name: a[wellknown.WorkNameAnnotation]}}}
+	})
+}

@@ -1,0 +1,152 @@
+// Package workstatus brings status back from members: WorkReconciler reflects each member
+// object's status and health into its Work's status.manifestStatuses, and
+// AggregateReconciler sums a binding's Works into the binding's status.aggregatedStatus and
+// its FullyApplied condition.
+package workstatus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/execution"
+	"github.com/flotilla-io/flotilla/internal/bindings"
+	"github.com/flotilla-io/flotilla/internal/member"
+)
+
+// FieldOwner is the field manager of status.manifestStatuses on Works.
+const FieldOwner = "flotilla-workstatus"
+
+// StatusInterpreter reads status and health from member objects.
+type StatusInterpreter interface {
+	ReflectStatus(obj *unstructured.Unstructured) (*runtime.RawExtension, error)
+	Health(obj *unstructured.Unstructured) workv1alpha1.ResourceHealth
+}
+
+// WorkReconciler reflects member status into Works.
+type WorkReconciler struct {
+	Client      client.Client
+	Members     *member.Manager
+	Interpreter StatusInterpreter
+}
+
+// +kubebuilder:rbac:groups=work.karmada.io,resources=works,verbs=get;list;watch
+// +kubebuilder:rbac:groups=work.karmada.io,resources=works/status,verbs=get;update;patch
+
+// Reconcile reflects one Work's member objects.
+func (r *WorkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cluster, ok := bindings.ClusterOfWork(req.Namespace)
+	if !ok {
+		return ctrl.Result{}, nil
+	}
+	work := &workv1alpha1.Work{}
+	if err := r.Client.Get(ctx, req.NamespacedName, work); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if work.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	m, err := r.Members.Get(cluster)
+	if err != nil {
+		return ctrl.Result{}, nil // the reconnect event brings the Work back
+	}
+	statuses := make([]workv1alpha1.ManifestStatus, 0, len(work.Spec.Workload.Manifests))
+	for i, mf := range work.Spec.Workload.Manifests {
+		want := &unstructured.Unstructured{}
+		if err := want.UnmarshalJSON(mf.Raw); err != nil {
+			continue // the execution controller reports bad manifests
+		}
+		gvk := want.GroupVersionKind()
+		if err := r.Members.Watch(ctx, cluster, gvk); err != nil {
+			return ctrl.Result{}, nil
+		}
+		mapping, err := m.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			continue
+		}
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(gvk)
+		if err := m.Cached().Get(ctx, client.ObjectKeyFromObject(want), cur); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return ctrl.Result{}, nil
+		}
+		ms := workv1alpha1.ManifestStatus{
+			Identifier: workv1alpha1.ResourceIdentifier{Ordinal: i, Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
+				Resource: mapping.Resource.Resource, Namespace: want.GetNamespace(), Name: want.GetName()},
+			Health: r.Interpreter.Health(cur),
+		}
+		if st, err := r.Interpreter.ReflectStatus(cur); err == nil {
+			ms.Status = st
+		}
+		statuses = append(statuses, ms)
+	}
+	if manifestStatusesEqual(work.Status.ManifestStatuses, statuses) {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, r.apply(ctx, work, statuses)
+}
+
+func manifestStatusesEqual(a, b []workv1alpha1.ManifestStatus) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Identifier != b[i].Identifier || a[i].Health != b[i].Health || !rawEqual(a[i].Status, b[i].Status) {
+			return false
+		}
+	}
+	return true
+}
+
+func rawEqual(a, b *runtime.RawExtension) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	var x, y any
+	if json.Unmarshal(a.Raw, &x) != nil || json.Unmarshal(b.Raw, &y) != nil {
+		return false
+	}
+	return equality.Semantic.DeepEqual(x, y)
+}
+
+// apply writes status.manifestStatuses with server-side apply, as its own field manager, so
+// that it never races the execution controller's Applied condition.
+func (r *WorkReconciler) apply(ctx context.Context, work *workv1alpha1.Work, statuses []workv1alpha1.ManifestStatus) error {
+	data, err := json.Marshal(map[string]any{
+		"apiVersion": workv1alpha1.GroupVersion.String(), "kind": "Work",
+		"metadata": map[string]any{"namespace": work.Namespace, "name": work.Name},
+		"status":   map[string]any{"manifestStatuses": statuses},
+	})
+	if err != nil {
+		return err
+	}
+	ac := &unstructured.Unstructured{}
+	if err := ac.UnmarshalJSON(data); err != nil {
+		return fmt.Errorf("encoding manifest statuses: %w", err)
+	}
+	err = r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(ac), client.FieldOwner(FieldOwner), client.ForceOwnership)
+	return client.IgnoreNotFound(err)
+}
+
+// SetupWithManager registers the controller.
+func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("workstatus").
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		For(&workv1alpha1.Work{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(r.Members.Subscribe(), execution.MemberEventHandler(mgr.GetClient()))).
+		Complete(r)
+}

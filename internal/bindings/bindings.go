@@ -1,0 +1,134 @@
+// Package bindings gives ResourceBinding and ClusterResourceBinding one face, so that the
+// controllers that handle both are written once, and holds the names and labels they share.
+package bindings
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+)
+
+// Spec returns the binding's spec; nil for other objects.
+func Spec(o client.Object) *workv1alpha2.ResourceBindingSpec {
+	switch b := o.(type) {
+	case *workv1alpha2.ResourceBinding:
+		return &b.Spec
+	case *workv1alpha2.ClusterResourceBinding:
+		return &b.Spec
+	}
+	return nil
+}
+
+// Status returns the binding's status; nil for other objects.
+func Status(o client.Object) *workv1alpha2.ResourceBindingStatus {
+	switch b := o.(type) {
+	case *workv1alpha2.ResourceBinding:
+		return &b.Status
+	case *workv1alpha2.ClusterResourceBinding:
+		return &b.Status
+	}
+	return nil
+}
+
+// Kind returns "ResourceBinding" or "ClusterResourceBinding".
+func Kind(o client.Object) string {
+	if _, ok := o.(*workv1alpha2.ClusterResourceBinding); ok {
+		return "ClusterResourceBinding"
+	}
+	return "ResourceBinding"
+}
+
+// PermanentIDLabel is the label that holds the binding's permanent id.
+func PermanentIDLabel(o client.Object) string {
+	if _, ok := o.(*workv1alpha2.ClusterResourceBinding); ok {
+		return wellknown.ClusterResourceBindingPermanentIDLabel
+	}
+	return wellknown.ResourceBindingPermanentIDLabel
+}
+
+// PermanentID returns the binding's permanent id, falling back to its UID.
+func PermanentID(o client.Object) string {
+	if id := o.GetLabels()[PermanentIDLabel(o)]; id != "" {
+		return id
+	}
+	return string(o.GetUID())
+}
+
+// WorkName is the name of the Work that carries a template to a cluster:
+// <template name>-<hash of kind/namespace/name>, unique within an execution namespace.
+func WorkName(kind, namespace, name string) string {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s/%s/%s", strings.ToLower(kind), namespace, name)
+	suffix := fmt.Sprintf("-%08x", h.Sum32())
+	if len(name)+len(suffix) > 253 {
+		name = name[:253-len(suffix)]
+	}
+	return name + suffix
+}
+
+// FromWork returns the key of the binding a Work belongs to, from its annotations; ok is
+// false for Works not made by a binding.
+func FromWork(o client.Object) (key types.NamespacedName, cluster bool, ok bool) {
+	a := o.GetAnnotations()
+	if n := a[wellknown.ClusterResourceBindingNameAnnotation]; n != "" {
+		return types.NamespacedName{Name: n}, true, true
+	}
+	if n := a[wellknown.ResourceBindingNameAnnotation]; n != "" {
+		return types.NamespacedName{Namespace: a[wellknown.ResourceBindingNamespaceAnnotation], Name: n}, false, true
+	}
+	return types.NamespacedName{}, false, false
+}
+
+// ClusterOfWork returns the member cluster of a Work from its execution namespace.
+func ClusterOfWork(namespace string) (string, bool) {
+	if !strings.HasPrefix(namespace, wellknown.ExecutionNamespacePrefix) {
+		return "", false
+	}
+	return strings.TrimPrefix(namespace, wellknown.ExecutionNamespacePrefix), true
+}
+
+// Scheduled returns the names of the binding's target clusters.
+func Scheduled(spec *workv1alpha2.ResourceBindingSpec) []string {
+	out := make([]string, 0, len(spec.Clusters))
+	for _, c := range spec.Clusters {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// DispatchSuspended reports whether Works to the cluster are held back.
+func DispatchSuspended(spec *workv1alpha2.ResourceBindingSpec, cluster string) bool {
+	s := spec.Suspension
+	if s == nil {
+		return false
+	}
+	if s.Dispatching != nil && *s.Dispatching {
+		return true
+	}
+	if s.DispatchingOnClusters != nil {
+		for _, c := range s.DispatchingOnClusters.ClusterNames {
+			if c == cluster {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Field index names registered by the controllers.
+const (
+	// IndexWorkByBinding indexes Works by their binding's permanent id label value.
+	IndexWorkByBinding = "flotilla.work.binding"
+	// IndexBindingByCluster indexes bindings by the names of their target clusters.
+	IndexBindingByCluster = "flotilla.binding.cluster"
+)
+
+// WorkBindingLabel is the label on Works that holds their binding's permanent id: the
+// ResourceBinding's or ClusterResourceBinding's permanent-id label key.
+func WorkBindingLabel(o client.Object) string { return PermanentIDLabel(o) }
