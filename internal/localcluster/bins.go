@@ -43,7 +43,11 @@ func requiredFiles(full bool) []string {
 // $KUBEBUILDER_ASSETS and <repository root>/bin/k8s are tried in that order and the first
 // complete one wins.
 func ResolveBinDir(dir string, full bool) (string, error) {
-	need := requiredFiles(full)
+	return resolveBinDir(dir, requiredFiles(full))
+}
+
+// resolveBinDir implements ResolveBinDir for the files in need.
+func resolveBinDir(dir string, need []string) (string, error) {
 	if dir != "" {
 		if missing := missingFiles(dir, need); len(missing) > 0 {
 			return "", fmt.Errorf("binary dir %s lacks %s; %s", dir, strings.Join(missing, ", "), buildHint)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -41,6 +42,8 @@ const (
 	bindAttempts = 4
 	// pollInterval is how often readiness is checked.
 	pollInterval = 100 * time.Millisecond
+	// checkTimeout bounds one readiness check.
+	checkTimeout = 5 * time.Second
 )
 
 // Options configures a cluster. The zero value is a usable apiserver-only cluster in a
@@ -59,6 +62,10 @@ type Options struct {
 	// that workloads are scheduled and Pods become Ready. Without it the cluster is an API
 	// server only: objects are stored and validated but nothing acts on them.
 	Full bool
+	// ControllerManager runs kube-controller-manager without scheduler or Nodes: garbage
+	// collection, namespace deletion and service accounts work, as on a Karmada host.
+	// Implied by Full.
+	ControllerManager bool
 	// Nodes are the fake Nodes of a full cluster; default two of DefaultNodeCapacity.
 	Nodes []NodeSpec
 	// APIServerPort and EtcdPort fix the loopback ports; 0 picks free ones.
@@ -104,6 +111,8 @@ type Cluster struct {
 	APIServerPort, EtcdPort int
 	// Full reports whether controllers, scheduler and fake nodes run.
 	Full bool
+	// ControllerManager reports whether kube-controller-manager runs (always when Full).
+	ControllerManager bool
 
 	binDir       string
 	fixedPorts   bool // ports come from Options and must not change
@@ -169,22 +178,31 @@ func newCluster(o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", o.Name, err)
 	}
-	binDir, err := ResolveBinDir(o.BinDir, o.Full)
+	o.ControllerManager = o.ControllerManager || o.Full
+	need := []string{binEtcd, binAPIServer}
+	switch {
+	case o.Full:
+		need = requiredFiles(true)
+	case o.ControllerManager:
+		need = append(need, binControllerManager)
+	}
+	binDir, err := resolveBinDir(o.BinDir, need)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", o.Name, err)
 	}
 
 	c := &Cluster{
-		Name:         o.Name,
-		Full:         o.Full,
-		binDir:       binDir,
-		fixedPorts:   o.APIServerPort != 0 || o.EtcdPort != 0,
-		startTimeout: o.StartTimeout,
-		extraArgs:    slices.Clone(o.ExtraAPIServerArgs),
-		detach:       o.Detach,
-		nodes:        nodes,
-		log:          newLogger(o.Log, o.Name),
-		procs:        map[string]*process{},
+		Name:              o.Name,
+		Full:              o.Full,
+		ControllerManager: o.ControllerManager,
+		binDir:            binDir,
+		fixedPorts:        o.APIServerPort != 0 || o.EtcdPort != 0,
+		startTimeout:      o.StartTimeout,
+		extraArgs:         slices.Clone(o.ExtraAPIServerArgs),
+		detach:            o.Detach,
+		nodes:             nodes,
+		log:               newLogger(o.Log, o.Name),
+		procs:             map[string]*process{},
 	}
 	if c.startTimeout <= 0 {
 		c.startTimeout = DefaultStartTimeout
@@ -240,17 +258,24 @@ func (c *Cluster) setEndpoint() {
 
 // start runs the processes in order, waiting for each to be ready.
 func (c *Cluster) start(ctx context.Context) error {
-	if err := c.run(ctx, c.etcdComponent(), !c.fixedPorts); err != nil {
+	onConflict := repickOnConflict
+	if c.fixedPorts {
+		onConflict = failOnConflict
+	}
+	if err := c.run(ctx, c.etcdComponent(), onConflict); err != nil {
 		return err
 	}
-	if err := c.run(ctx, c.apiServerComponent(), !c.fixedPorts); err != nil {
+	if err := c.run(ctx, c.apiServerComponent(), onConflict); err != nil {
 		return err
 	}
 	if err := os.WriteFile(c.KubeconfigPath, c.Kubeconfig(AdminUser, c.AdminToken), 0o600); err != nil {
 		return fmt.Errorf("writing kubeconfig: %w", err)
 	}
-	if c.Full {
+	switch {
+	case c.Full:
 		return c.startWorkloadPlane(ctx)
+	case c.ControllerManager:
+		return c.startControllerManager(ctx)
 	}
 	return nil
 }
@@ -264,10 +289,17 @@ type component struct {
 	repick func() error
 }
 
-// run starts comp and waits until it is ready. A process that exits because its port was
-// taken meanwhile is started again: on new ports if mayRepick, else on the same one
-// after a pause.
-func (c *Cluster) run(ctx context.Context, comp component, mayRepick bool) error {
+// portConflict says what run does when a process exits because its port is taken.
+type portConflict int
+
+const (
+	failOnConflict   portConflict = iota // ports chosen by the caller: report the clash
+	repickOnConflict                     // ports picked here lost a race: pick new ones
+	retryOnConflict                      // a restart on the same port: wait for it to be free
+)
+
+// run starts comp and waits until it is ready, handling a port clash as onConflict says.
+func (c *Cluster) run(ctx context.Context, comp component, onConflict portConflict) error {
 	for attempt := 1; ; attempt++ {
 		began := time.Now()
 		c.mu.Lock()
@@ -292,11 +324,11 @@ func (c *Cluster) run(ctx context.Context, comp component, mayRepick bool) error
 			c.log.printf("%s ready in %s", comp.name, time.Since(began).Round(10*time.Millisecond))
 			return nil
 		}
-		if attempt == bindAttempts || !p.exited() || !p.logContains("address already in use") {
+		if onConflict == failOnConflict || attempt == bindAttempts || !p.exited() || !p.logContains("address already in use") {
 			_ = p.stop(0)
 			return err
 		}
-		if mayRepick && comp.repick != nil {
+		if onConflict == repickOnConflict && comp.repick != nil {
 			if rerr := comp.repick(); rerr != nil {
 				return errors.Join(err, rerr)
 			}
@@ -312,6 +344,25 @@ func (c *Cluster) run(ctx context.Context, comp component, mayRepick bool) error
 	}
 }
 
+// cancelOnExit calls cancel as soon as one of procs exits, until the returned function
+// is called: a check must not hang on a port the process no longer serves.
+func cancelOnExit(procs []*process, cancel context.CancelFunc) (stop func()) {
+	done := make(chan struct{})
+	for _, p := range procs {
+		if !p.owned {
+			continue
+		}
+		go func() {
+			select {
+			case <-p.done:
+				cancel()
+			case <-done:
+			}
+		}()
+	}
+	return func() { close(done) }
+}
+
 // waitReady polls ready until it succeeds, one of procs exits or ctx ends.
 func waitReady(ctx context.Context, procs []*process, ready func(context.Context) error) error {
 	tick := time.NewTicker(pollInterval)
@@ -322,14 +373,19 @@ func waitReady(ctx context.Context, procs []*process, ready func(context.Context
 				return p.exitError()
 			}
 		}
-		checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		checkCtx, cancel := context.WithTimeout(ctx, checkTimeout)
+		stopWatching := cancelOnExit(procs, cancel)
 		last := ready(checkCtx)
+		stopWatching()
 		cancel()
 		if last == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return ctx.Err() // canceled: the caller knows why
+			}
 			var names []string
 			var b strings.Builder
 			for _, p := range procs {
@@ -407,6 +463,9 @@ func (c *Cluster) apiServerComponent() component {
 				"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(c.EtcdPort),
 				"--bind-address=127.0.0.1",
 				"--advertise-address=127.0.0.1",
+				// Endpoints may not hold loopback addresses: without this, the apiserver
+				// logs a failure to publish its own address every ten seconds.
+				"--endpoint-reconciler-type=none",
 				"--secure-port=" + strconv.Itoa(c.APIServerPort),
 				"--cert-dir=" + filepath.Join(c.Dir, "pki"),
 				"--tls-cert-file=" + c.files.ServingCert,
@@ -533,8 +592,11 @@ var processOrder = []string{binEtcd, binAPIServer, binControllerManager, binSche
 
 // expectedProcesses are the names of the processes a healthy cluster runs.
 func (c *Cluster) expectedProcesses() []string {
-	if c.Full {
+	switch {
+	case c.Full:
 		return processOrder
+	case c.ControllerManager:
+		return processOrder[:3]
 	}
 	return processOrder[:2]
 }
@@ -586,7 +648,7 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.startTimeout)
 	defer cancel()
-	if err := c.run(ctx, c.apiServerComponent(), false); err != nil {
+	if err := c.run(ctx, c.apiServerComponent(), retryOnConflict); err != nil {
 		return fmt.Errorf("cluster %s: %w", c.Name, err)
 	}
 	return nil
@@ -606,33 +668,12 @@ func (c *Cluster) Stop() error {
 	c.mu.Unlock()
 
 	began := time.Now()
-	var errs []error
-	// The workload plane first (in parallel), then the apiserver, then etcd.
-	for _, tier := range [][]string{{binKwok, binScheduler, binControllerManager}, {binAPIServer}, {binEtcd}} {
-		var (
-			wg sync.WaitGroup
-			mu sync.Mutex
-		)
-		for _, name := range tier {
-			p, ok := procs[name]
-			if !ok {
-				continue
-			}
-			wg.Go(func() {
-				if err := p.stop(stopGrace); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-	}
-	if len(errs) == 0 {
+	err := stopAll(slices.Collect(maps.Values(procs)))
+	if err == nil {
 		c.cleanupDir()
 	}
 	c.log.printf("stopped in %s", time.Since(began).Round(10*time.Millisecond))
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return fmt.Errorf("stopping cluster %s: %w", c.Name, err)
 	}
 	return nil

@@ -31,6 +31,9 @@ const FieldManager = "flotilla-localcluster"
 // directories whose .yaml, .yml and .json files are read, not recursively) and waits until
 // each is Established. Other kinds of documents, such as a kustomization.yaml, are
 // skipped. It returns the names of the CRDs.
+//
+// kube-apiserver holds back creates of a CRD's objects during the first two seconds after
+// the CRD became Established (for HA setups), so the first create may take that long.
 func (c *Cluster) InstallCRDs(ctx context.Context, paths ...string) ([]string, error) {
 	docs, err := readCRDDocuments(paths)
 	if err != nil {

@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -94,6 +95,16 @@ func StartFleet(ctx context.Context, o FleetOptions) (*Fleet, error) {
 	}
 
 	host, members, err := f.clusterOptions(o)
+	if err == nil && o.BinDir == "" {
+		// Resolve once, for one clear error rather than one per cluster.
+		var binDir string
+		if binDir, err = ResolveBinDir("", anyFull(host, members)); err == nil {
+			host.BinDir = cmp.Or(host.BinDir, binDir)
+			for i := range members {
+				members[i].BinDir = cmp.Or(members[i].BinDir, binDir)
+			}
+		}
+	}
 	if err != nil {
 		f.cleanupDir()
 		return nil, err
@@ -182,6 +193,20 @@ func (f *Fleet) clusterOptions(o FleetOptions) (Options, []MemberOptions, error)
 		members[i] = m
 	}
 	return host, members, nil
+}
+
+// anyFull reports whether any cluster needs the binaries of a full cluster; a host with
+// only a controller manager is counted as full, which needs a superset of its binaries.
+func anyFull(host Options, members []MemberOptions) bool {
+	if host.Full || host.ControllerManager {
+		return true
+	}
+	for _, m := range members {
+		if m.Full || m.ControllerManager {
+			return true
+		}
+	}
+	return false
 }
 
 // decorateNode gives a member's Node its topology labels and GPUs.

@@ -86,7 +86,7 @@ func (c *Cluster) startWorkloadPlane(ctx context.Context) error {
 
 	var procs []*process
 	for _, comp := range []component{c.controllerManagerComponent(), c.schedulerComponent(), c.kwokComponent()} {
-		if err := c.run(ctx, comp, false); err != nil {
+		if err := c.run(ctx, comp, failOnConflict); err != nil {
 			return err
 		}
 		c.mu.Lock()
@@ -94,6 +94,25 @@ func (c *Cluster) startWorkloadPlane(ctx context.Context) error {
 		c.mu.Unlock()
 	}
 	return waitReady(ctx, procs, func(ctx context.Context) error { return c.workloadPlaneReady(ctx, cs) })
+}
+
+// startControllerManager runs kube-controller-manager alone and waits until its
+// service-account controller has created the default ServiceAccount.
+func (c *Cluster) startControllerManager(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(c.RESTConfig())
+	if err != nil {
+		return err
+	}
+	comp := c.controllerManagerComponent()
+	comp.ready = func(ctx context.Context) error { return defaultServiceAccountExists(ctx, cs) }
+	return c.run(ctx, comp, failOnConflict)
+}
+
+func defaultServiceAccountExists(ctx context.Context, cs kubernetes.Interface) error {
+	if _, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		return fmt.Errorf("default ServiceAccount: %w", err)
+	}
+	return nil
 }
 
 // workloadPlaneReady reports whether every fake Node is Ready without the not-ready
@@ -115,8 +134,8 @@ func (c *Cluster) workloadPlaneReady(ctx context.Context, cs kubernetes.Interfac
 			}
 		}
 	}
-	if _, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{}); err != nil {
-		errs = append(errs, fmt.Errorf("default ServiceAccount: %w", err))
+	if err := defaultServiceAccountExists(ctx, cs); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -280,25 +280,27 @@ func readPidFile(path string) (int, error) {
 	return pid, nil
 }
 
-// adoptProcess returns the process recorded in pidPath if it is still running and its
-// command line mentions a path under stateDir, which guards against a recycled pid.
-func adoptProcess(pidPath, stateDir string) (*process, error) {
+// adoptProcess returns the process recorded in pidPath (<cluster dir>/run/<name>.pid) if
+// it is still running and its command line mentions a path under guardDir, which guards
+// against a recycled pid.
+func adoptProcess(pidPath, guardDir string) (*process, error) {
 	pid, err := readPidFile(pidPath)
 	if err != nil {
 		return nil, err
 	}
 	name := strings.TrimSuffix(filepath.Base(pidPath), ".pid")
+	clusterDir := filepath.Dir(filepath.Dir(pidPath))
 	p := &process{
 		name:     name,
 		pid:      pid,
 		pidPath:  pidPath,
-		logPath:  filepath.Join(stateDir, logsDir, name+".log"),
-		guardDir: stateDir,
+		logPath:  filepath.Join(clusterDir, logsDir, name+".log"),
+		guardDir: guardDir,
 	}
 	if !pidAlive(pid) {
 		return nil, fmt.Errorf("%s (pid %d) is not running: %w", name, pid, errNotRunning)
 	}
-	if !cmdlineMentions(pid, stateDir) {
+	if !cmdlineMentions(pid, guardDir) {
 		return nil, fmt.Errorf("pid %d recorded for %s belongs to another program: %w", pid, name, errNotRunning)
 	}
 	return p, nil
@@ -331,9 +333,8 @@ func StopProcessesIn(dir string) error {
 	}
 
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
+		procs []*process
+		errs  []error
 	)
 	for _, path := range pidFiles {
 		p, err := adoptProcess(path, dir)
@@ -344,16 +345,43 @@ func StopProcessesIn(dir string) error {
 			_ = os.Remove(path)
 			continue
 		}
-		wg.Go(func() {
-			if err := p.stop(stopGrace); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-				return
-			}
-			_ = os.Remove(path)
-		})
+		procs = append(procs, p)
 	}
-	wg.Wait()
+	return errors.Join(append(errs, stopAll(procs))...)
+}
+
+// stopAll stops procs in dependency order: processes that talk to an apiserver first, in
+// parallel, then the apiservers, then etcd, so that no apiserver hangs in its graceful
+// shutdown waiting for a vanished etcd.
+func stopAll(procs []*process) error {
+	tierOf := func(name string) int {
+		switch name {
+		case binAPIServer:
+			return 1
+		case binEtcd:
+			return 2
+		}
+		return 0
+	}
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	for tier := range 3 {
+		var wg sync.WaitGroup
+		for _, p := range procs {
+			if tierOf(p.name) != tier {
+				continue
+			}
+			wg.Go(func() {
+				if err := p.stop(stopGrace); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+	}
 	return errors.Join(errs...)
 }

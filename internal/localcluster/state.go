@@ -29,10 +29,12 @@ type ClusterState struct {
 	EtcdPort      int    `json:"etcdPort"`
 	EtcdPeerPort  int    `json:"etcdPeerPort"`
 	Full          bool   `json:"full"`
-	Provider      string `json:"provider,omitempty"`
-	Region        string `json:"region,omitempty"`
-	Zone          string `json:"zone,omitempty"`
-	GPUs          int    `json:"gpus,omitempty"`
+	// ControllerManager is true when kube-controller-manager runs (always when Full).
+	ControllerManager bool   `json:"controllerManager"`
+	Provider          string `json:"provider,omitempty"`
+	Region            string `json:"region,omitempty"`
+	Zone              string `json:"zone,omitempty"`
+	GPUs              int    `json:"gpus,omitempty"`
 	// BinDir and ExtraAPIServerArgs let a loaded cluster restart its apiserver.
 	BinDir             string        `json:"binDir"`
 	ExtraAPIServerArgs []string      `json:"extraAPIServerArgs,omitempty"`
@@ -63,6 +65,7 @@ func (f *Fleet) clusterState(c *Cluster) ClusterState {
 		EtcdPort:           c.EtcdPort,
 		EtcdPeerPort:       c.etcdPeerPort,
 		Full:               c.Full,
+		ControllerManager:  c.ControllerManager,
 		BinDir:             c.binDir,
 		ExtraAPIServerArgs: c.extraArgs,
 		Processes:          c.Processes(),
@@ -120,7 +123,10 @@ func LoadFleet(dir string) (*Fleet, error) {
 		}
 		f.Members = append(f.Members, m)
 		f.MemberOptions = append(f.MemberOptions, MemberOptions{
-			Options:  Options{Name: ms.Name, Dir: ms.Dir, BinDir: ms.BinDir, Full: ms.Full, Detach: true},
+			Options: Options{
+				Name: ms.Name, Dir: ms.Dir, BinDir: ms.BinDir, Full: ms.Full, ControllerManager: ms.ControllerManager,
+				Detach: true,
+			},
 			Provider: ms.Provider, Region: ms.Region, Zone: ms.Zone, GPUs: ms.GPUs,
 		})
 	}
@@ -138,24 +144,25 @@ func loadCluster(s ClusterState) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster %s: %w", s.Name, err)
 	}
 	c := &Cluster{
-		Name:           s.Name,
-		Dir:            s.Dir,
-		Endpoint:       s.Endpoint,
-		CAData:         creds.caPEM,
-		AdminToken:     creds.adminToken,
-		KubeconfigPath: filepath.Join(s.Dir, "kubeconfig"),
-		APIServerPort:  s.APIServerPort,
-		EtcdPort:       s.EtcdPort,
-		Full:           s.Full,
-		binDir:         s.BinDir,
-		fixedPorts:     true,
-		startTimeout:   DefaultStartTimeout,
-		etcdPeerPort:   s.EtcdPeerPort,
-		extraArgs:      slices.Clone(s.ExtraAPIServerArgs),
-		detach:         true,
-		files:          files,
-		log:            newLogger(nil, s.Name),
-		procs:          map[string]*process{},
+		Name:              s.Name,
+		Dir:               s.Dir,
+		Endpoint:          s.Endpoint,
+		CAData:            creds.caPEM,
+		AdminToken:        creds.adminToken,
+		KubeconfigPath:    filepath.Join(s.Dir, "kubeconfig"),
+		APIServerPort:     s.APIServerPort,
+		EtcdPort:          s.EtcdPort,
+		Full:              s.Full,
+		ControllerManager: s.ControllerManager || s.Full,
+		binDir:            s.BinDir,
+		fixedPorts:        true,
+		startTimeout:      DefaultStartTimeout,
+		etcdPeerPort:      s.EtcdPeerPort,
+		extraArgs:         slices.Clone(s.ExtraAPIServerArgs),
+		detach:            true,
+		files:             files,
+		log:               newLogger(nil, s.Name),
+		procs:             map[string]*process{},
 	}
 	for _, name := range processOrder {
 		p, err := adoptProcess(filepath.Join(s.Dir, runDir, name+".pid"), s.Dir)
