@@ -49,9 +49,9 @@ type WorkloadTemplate struct {
 	Manifests []Manifest `json:"manifests,omitempty"`
 }
 
-// Manifest is one whole Kubernetes object.
+// Manifest is one whole Kubernetes object. The schema keeps it as is (as Karmada does); the
+// execution controller reports a manifest that is not a whole object on the Work.
 // +kubebuilder:pruning:PreserveUnknownFields
-// +kubebuilder:validation:EmbeddedResource
 type Manifest struct {
 	runtime.RawExtension `json:",inline"`
 }
