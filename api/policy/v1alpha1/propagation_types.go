@@ -39,7 +39,7 @@ type ClusterPropagationPolicy struct {
 }
 
 // PropagationSpec is the spec of PropagationPolicy and ClusterPropagationPolicy.
-// +kubebuilder:validation:XValidation:rule="!has(self.preemption) || self.preemption != 'Always' || self.resourceSelectors.all(s, has(s.name) && s.name != ”)",message="preemption: Always takes templates from other policies, so every resourceSelector must name its template (set resourceSelectors[].name)",fieldPath=".preemption"
+// +kubebuilder:validation:XValidation:rule="!has(self.preemption) || self.preemption != 'Always' || self.resourceSelectors.all(s, has(s.name) && size(s.name) > 0)",message="preemption: Always takes templates from other policies, so every resourceSelector must name its template (set resourceSelectors[].name)",fieldPath=".preemption"
 type PropagationSpec struct {
 	// ResourceSelectors select the templates to propagate. A template is selected when it
 	// matches any selector.
