@@ -1,0 +1,74 @@
+package scheduler
+
+import (
+	"math"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+)
+
+// AvailableReplicas estimates how many more replicas, each requesting request, the cluster can
+// hold. It reads status.resourceSummary: for every requested resource, the free amount
+// (allocatable - allocated - allocating) divided by the request, and the smallest quotient
+// wins. A resource the cluster does not list as allocatable (nvidia.com/gpu on a cluster
+// without GPUs) fits 0 replicas. When "pods" is allocatable, each replica takes one pod slot.
+//
+// Capacity that has not been reported counts as none: a cluster without a resourceSummary
+// holds 0. With no requests and no pod limit the result is math.MaxInt32.
+func AvailableReplicas(c *clusterv1alpha1.Cluster, request corev1.ResourceList) int32 {
+	rs := c.Status.ResourceSummary
+	if rs == nil {
+		return 0
+	}
+	n := int64(math.MaxInt32)
+	if _, ok := rs.Allocatable[corev1.ResourcePods]; ok {
+		n = min(n, fits(rs, corev1.ResourcePods, podSlot))
+	}
+	for name, req := range request {
+		if name == corev1.ResourcePods || req.Sign() <= 0 {
+			continue
+		}
+		if n = min(n, fits(rs, name, req)); n == 0 {
+			break
+		}
+	}
+	return int32(n)
+}
+
+// podSlot is what one replica takes of the "pods" resource.
+var podSlot = *resource.NewQuantity(1, resource.DecimalSI)
+
+// milliSafe bounds the values whose milli-units fit in an int64.
+const milliSafe = math.MaxInt64 / 1000
+
+// fits returns how many requests of the resource fit in what is free. Amounts are compared in
+// milli-units (fractions of a CPU) unless one is too large for that, then in whole units.
+func fits(rs *clusterv1alpha1.ResourceSummary, name corev1.ResourceName, req resource.Quantity) int64 {
+	allocatable, ok := rs.Allocatable[name]
+	if !ok {
+		return 0
+	}
+	allocated, allocating := rs.Allocated[name], rs.Allocating[name]
+	value := (*resource.Quantity).Value
+	if smallEnough(&allocatable) && smallEnough(&allocated) && smallEnough(&allocating) && smallEnough(&req) {
+		value = (*resource.Quantity).MilliValue
+	}
+	per, free := value(&req), value(&allocatable)
+	if per <= 0 || free <= 0 {
+		return 0
+	}
+	// Subtract one term at a time so that odd (negative) inputs cannot overflow.
+	for _, used := range []int64{value(&allocated), value(&allocating)} {
+		if free -= max(used, 0); free <= 0 {
+			return 0
+		}
+	}
+	return free / per
+}
+
+func smallEnough(q *resource.Quantity) bool {
+	v := q.Value()
+	return v > -milliSafe && v < milliSafe
+}

@@ -1,0 +1,43 @@
+package scheduler
+
+import (
+	"math"
+	"testing"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	st "github.com/flotilla-io/flotilla/internal/scheduler/schedulertest"
+)
+
+func TestAvailableReplicas(t *testing.T) {
+	allocating := func(m map[string]string) st.ClusterOption {
+		return func(c *clusterv1alpha1.Cluster) { c.Status.ResourceSummary.Allocating = st.List(m) }
+	}
+	tests := []struct {
+		name    string
+		cluster *clusterv1alpha1.Cluster
+		request map[string]string
+		want    int32
+	}{
+		{"no resource summary: nothing known, nothing available", st.NewCluster("c"), map[string]string{"cpu": "1"}, 0},
+		{"no resource summary, no request", st.NewCluster("c"), nil, 0},
+		{"cpu in millis", st.NewCluster("c", st.Resources(map[string]string{"cpu": "4"}, map[string]string{"cpu": "1500m"})), map[string]string{"cpu": "250m"}, 10},
+		{"allocating counts as used", st.NewCluster("c", st.Resources(map[string]string{"cpu": "4"}, map[string]string{"cpu": "1"}), allocating(map[string]string{"cpu": "1"})), map[string]string{"cpu": "1"}, 2},
+		{"the scarcest resource wins", st.NewCluster("c", st.Resources(map[string]string{"cpu": "16", "memory": "4Gi"}, nil)), map[string]string{"cpu": "1", "memory": "1Gi"}, 4},
+		{"pods count one per replica", st.NewCluster("c", st.Resources(map[string]string{"cpu": "16", "pods": "110"}, map[string]string{"pods": "108"})), map[string]string{"cpu": "1"}, 2},
+		{"no request: pods limit", st.NewCluster("c", st.Resources(map[string]string{"pods": "10"}, nil)), nil, 10},
+		{"no request, no pods: unbounded", st.NewCluster("c", st.Resources(map[string]string{"cpu": "1"}, nil)), nil, math.MaxInt32},
+		{"extended resource not allocatable", st.NewCluster("c", st.Resources(map[string]string{"cpu": "16"}, nil)), map[string]string{"cpu": "1", "nvidia.com/gpu": "1"}, 0},
+		{"extended resource free", st.NewCluster("c", st.Resources(map[string]string{"cpu": "16", "nvidia.com/gpu": "8"}, map[string]string{"nvidia.com/gpu": "5"})), map[string]string{"nvidia.com/gpu": "1"}, 3},
+		{"overcommitted", st.NewCluster("c", st.Resources(map[string]string{"cpu": "4"}, map[string]string{"cpu": "5"})), map[string]string{"cpu": "1"}, 0},
+		{"zero request is ignored", st.NewCluster("c", st.Resources(map[string]string{"pods": "3"}, nil)), map[string]string{"cpu": "0"}, 3},
+		{"huge memory falls back to whole units", st.NewCluster("c", st.Resources(map[string]string{"memory": "4Ei"}, nil)), map[string]string{"memory": "1Ei"}, 4},
+		{"capped at MaxInt32", st.NewCluster("c", st.Resources(map[string]string{"cpu": "8Ei"}, nil)), map[string]string{"cpu": "1m"}, math.MaxInt32},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := AvailableReplicas(tt.cluster, st.List(tt.request)); got != tt.want {
+				t.Errorf("AvailableReplicas() = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,81 @@
+// Package scheduler is Flotilla's scheduler core: given a ResourceBinding's spec and status
+// and a snapshot of the Cluster objects, it decides which clusters the template goes to and
+// with how many replicas. It is pure: no Kubernetes client, no I/O, no clock, no globals. The
+// scheduler reconciler reads the binding and the clusters, calls NeedsSchedule and Schedule,
+// and writes spec.clusters, the applied-placement annotation (AppliedPlacement),
+// status.schedulerObservingAffinityName and the Scheduled condition.
+//
+// # The cycle
+//
+// Schedule runs one cycle over the snapshot:
+//
+//  1. Filter. Every filter plugin is prepared once for the binding (selectors compiled,
+//     apiVersion parsed), then checks each cluster. A cluster is rejected by the first filter
+//     that gives a reason.
+//  2. Score. Score plugins rank the feasible clusters (0-100 each, added up).
+//  3. Select. Select plugins narrow the feasible clusters, for example to the best two
+//     regions of the spread constraints.
+//  4. Assign. Replicas are given to the selected clusters (package division):
+//     Duplicated (also a nil replicaScheduling, and any binding with 0 replicas such as a
+//     ConfigMap) gives every cluster spec.replicas; Divided/Weighted divides by static weights
+//     (largest remainder) or, with dynamicWeight AvailableReplicas, by free capacity;
+//     Divided/Aggregated uses as few clusters as capacity allows. Clusters left with 0 replicas
+//     are dropped unless Options.EnableEmptyWorkloadPropagation is set.
+//
+// Jobs need nothing special: the detector puts a Job's parallelism in spec.replicas.
+//
+// With placement.clusterAffinities the cycle runs once per group, starting from the group in
+// status.schedulerObservingAffinityName, and the first group that fits wins (Result.AffinityName).
+//
+// When nothing fits, Schedule returns an *UnschedulableError whose message counts the reasons,
+// for example "0/5 clusters are available: 2 had untolerated taint
+// {cluster.karmada.io/not-ready}, 3 did not match the cluster affinity". An invalid placement
+// yields an error wrapping ErrInvalidPlacement; any other error is internal.
+//
+// # Free capacity
+//
+// Dynamic weights and Aggregated need each cluster's free capacity in replicas:
+// AvailableReplicas divides what status.resourceSummary shows free (allocatable - allocated -
+// allocating) by spec.replicaRequirements.resourceRequest, resource by resource, extended
+// resources such as nvidia.com/gpu included, and counts one pod slot per replica when "pods" is
+// allocatable. A cluster that has not reported a resourceSummary has no free capacity.
+// Duplicated and static weights do not look at capacity.
+//
+// # Determinism and stability
+//
+// Ties between otherwise equal clusters are broken by a hash of the template's UID and the
+// cluster name (Input.Seed), so a template gets the same answer in every cycle while different
+// templates spread differently. Scaling up keeps the replicas where they are and distributes
+// only the increase; scaling down takes replicas from the clusters with the most surplus.
+//
+// # Plugins
+//
+// The default plugins, in order (package internal/scheduler/plugins/<name>):
+//
+//   - ClusterDeletion (filter): clusters with a deletionTimestamp are never chosen. It cannot
+//     be disabled.
+//   - ClusterAffinity (filter): placement.clusterAffinity or the clusterAffinities group being
+//     tried: clusterNames, labelSelector, fieldSelector, exclude.
+//   - ClusterEviction (filter): not the clusters of spec.gracefulEvictionTasks.
+//   - TaintToleration (filter): NoSchedule and NoExecute taints must be tolerated by
+//     placement.clusterTolerations; a cluster the binding is already on only has to tolerate
+//     NoExecute.
+//   - APIEnablement (filter): the cluster must serve the template's apiVersion and kind.
+//   - SpreadConstraint (filter and select): placement.spreadConstraints.
+//   - ClusterLocality (score): the clusters the binding is already on score highest.
+//
+// # Your own plugin
+//
+// Implement framework.Plugin (a unique Name) and at least one of framework.FilterPlugin,
+// framework.ScorePlugin and framework.SelectPlugin, and pass it in Options.ExtraPlugins; it
+// runs after the default plugins. Default plugins are turned off by name with
+// Options.DisabledPlugins:
+//
+//	s, err := scheduler.New(scheduler.Options{
+//		DisabledPlugins: []string{"ClusterLocality"},
+//		ExtraPlugins:    []framework.Plugin{costaware.New(prices)},
+//	})
+//
+// A filter's NewFilter runs once per cycle and returns the per-cluster check, so compile
+// selectors and parse the binding there, not in the check.
+package scheduler

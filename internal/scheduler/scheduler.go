@@ -1,0 +1,290 @@
+package scheduler
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/internal/scheduler/division"
+	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/apienablement"
+	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusteraffinity"
+	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusterdeletion"
+	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clustereviction"
+	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusterlocality"
+	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/spreadconstraint"
+	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/tainttoleration"
+)
+
+// Options configure a Scheduler.
+type Options struct {
+	// EnableEmptyWorkloadPropagation keeps clusters that a Divided binding leaves with 0
+	// replicas in the result; by default they are dropped.
+	EnableEmptyWorkloadPropagation bool
+	// DisabledPlugins names default plugins to turn off, for example "ClusterLocality".
+	// ClusterDeletion cannot be disabled.
+	DisabledPlugins []string
+	// ExtraPlugins run after the default plugins, in order.
+	ExtraPlugins []framework.Plugin
+}
+
+// DefaultPlugins returns the default plugins in the order they run. Filters run in this order
+// and a rejected cluster is reported with the first filter's reason.
+func DefaultPlugins() []framework.Plugin {
+	return []framework.Plugin{
+		clusterdeletion.New(),
+		clusteraffinity.New(),
+		clustereviction.New(),
+		tainttoleration.New(),
+		apienablement.New(),
+		spreadconstraint.New(),
+		clusterlocality.New(),
+	}
+}
+
+// Scheduler places bindings on clusters. It holds no state between calls and is safe for
+// concurrent use.
+type Scheduler struct {
+	filters        []framework.FilterPlugin
+	scorers        []framework.ScorePlugin
+	selectors      []framework.SelectPlugin
+	emptyWorkloads bool
+}
+
+// New returns a Scheduler with the default plugins, less the disabled ones, plus the extra
+// ones. It fails on an unknown or undisableable plugin name and on duplicate names.
+func New(opts Options) (*Scheduler, error) {
+	r, err := framework.NewRegistry(DefaultPlugins()...)
+	if err != nil {
+		return nil, err
+	}
+	if slices.Contains(opts.DisabledPlugins, clusterdeletion.Name) {
+		return nil, fmt.Errorf("disable plugin %q: clusters being deleted are never chosen", clusterdeletion.Name)
+	}
+	if err := r.Disable(opts.DisabledPlugins...); err != nil {
+		return nil, err
+	}
+	for _, p := range opts.ExtraPlugins {
+		if err := r.Register(p); err != nil {
+			return nil, err
+		}
+	}
+	return &Scheduler{
+		filters:        r.Filters(),
+		scorers:        r.Scorers(),
+		selectors:      r.Selectors(),
+		emptyWorkloads: opts.EnableEmptyWorkloadPropagation,
+	}, nil
+}
+
+// Input is the binding to schedule.
+type Input struct {
+	// Spec is the binding's spec: resource, replicas, replicaRequirements, placement, and the
+	// current result in clusters.
+	Spec *workv1alpha2.ResourceBindingSpec
+	// Status is the binding's status; schedulerObservingAffinityName and lastScheduledTime
+	// are read.
+	Status *workv1alpha2.ResourceBindingStatus
+	// Annotations are the binding's annotations; NeedsSchedule reads
+	// policy.karmada.io/applied-placement.
+	Annotations map[string]string
+	// Seed fixes the tie-break order of clusters for this binding. It defaults to the
+	// template's UID (spec.resource.uid), then to its kind, namespace and name.
+	Seed string
+}
+
+func (in Input) seed() string {
+	switch {
+	case in.Seed != "":
+		return in.Seed
+	case in.Spec == nil:
+		return ""
+	case in.Spec.Resource.UID != "":
+		return string(in.Spec.Resource.UID)
+	}
+	r := in.Spec.Resource
+	return r.Kind + "/" + r.Namespace + "/" + r.Name
+}
+
+// Result is a successful placement.
+type Result struct {
+	// Clusters are the target clusters and their replicas, sorted by name; the value for
+	// spec.clusters.
+	Clusters []workv1alpha2.TargetCluster
+	// AffinityName is the clusterAffinities group used, for
+	// status.schedulerObservingAffinityName; empty when the placement has no groups.
+	AffinityName string
+}
+
+// Schedule runs one scheduling cycle: filter the clusters, score the feasible ones, select
+// among them (spread constraints) and assign replicas. With clusterAffinities it runs a cycle
+// per group, starting from the group last observed in status, and returns the first group
+// that fits.
+//
+// It returns an *UnschedulableError when no placement fits, an error wrapping
+// ErrInvalidPlacement when the placement is invalid, and any other error for internal
+// failures. Nil entries in clusters are ignored.
+func (s *Scheduler) Schedule(in Input, clusters []*clusterv1alpha1.Cluster) (Result, error) {
+	state := framework.NewCycleState(in.Spec, in.Status, in.seed())
+	state.CapacityAware = needsCapacity(state)
+	groups := state.Placement.ClusterAffinities
+	if len(groups) == 0 {
+		return s.cycle(state, clusters)
+	}
+	failures := &UnschedulableError{}
+	for i := firstGroup(groups, state.Status.SchedulerObservedAffinityName); i < len(groups); i++ {
+		g := &groups[i]
+		result, err := s.cycle(state.WithAffinity(g.AffinityName, &g.ClusterAffinity), clusters)
+		var unschedulable *UnschedulableError
+		if !errors.As(err, &unschedulable) {
+			return result, err
+		}
+		unschedulable.AffinityName = g.AffinityName
+		failures.Groups = append(failures.Groups, unschedulable)
+	}
+	return Result{}, failures
+}
+
+// firstGroup returns the index of the group last scheduled into, or 0.
+func firstGroup(groups []policyv1alpha1.ClusterAffinityTerm, observed string) int {
+	if observed == "" {
+		return 0
+	}
+	return max(slices.IndexFunc(groups, func(g policyv1alpha1.ClusterAffinityTerm) bool { return g.AffinityName == observed }), 0)
+}
+
+// cycle runs filter, score, select and assign for one cluster affinity.
+func (s *Scheduler) cycle(state *framework.CycleState, clusters []*clusterv1alpha1.Cluster) (Result, error) {
+	feasible, rejections, err := s.filter(state, clusters)
+	if err != nil {
+		return Result{}, err
+	}
+	unschedulable := func(reason string) error {
+		return &UnschedulableError{Clusters: len(feasible) + len(rejections), Rejections: rejections, Reason: reason}
+	}
+	if len(feasible) == 0 {
+		return Result{}, unschedulable("")
+	}
+	if err := s.score(state, feasible); err != nil {
+		return Result{}, err
+	}
+	selected, err := s.selectClusters(state, feasible)
+	var unfit *framework.UnfitError
+	if errors.As(err, &unfit) {
+		return Result{}, unschedulable(unfit.Reason)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	targets, err := s.assign(state, selected)
+	var short *division.InsufficientCapacityError
+	if errors.As(err, &short) {
+		return Result{}, unschedulable(short.Error())
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	slices.SortFunc(targets, func(a, b workv1alpha2.TargetCluster) int { return cmp.Compare(a.Name, b.Name) })
+	return Result{Clusters: targets, AffinityName: state.AffinityName}, nil
+}
+
+// filter runs every filter on every cluster and returns the feasible clusters and why the
+// others were rejected (sorted by cluster name).
+func (s *Scheduler) filter(state *framework.CycleState, clusters []*clusterv1alpha1.Cluster) ([]framework.Candidate, []Rejection, error) {
+	type namedFilter struct {
+		plugin string
+		check  framework.Filter
+	}
+	filters := make([]namedFilter, 0, len(s.filters))
+	for _, p := range s.filters {
+		f, err := p.NewFilter(state)
+		if err != nil {
+			return nil, nil, pluginError(p, err)
+		}
+		if f != nil {
+			filters = append(filters, namedFilter{p.Name(), f})
+		}
+	}
+	feasible := make([]framework.Candidate, 0, len(clusters))
+	var rejections []Rejection
+next:
+	for _, c := range clusters {
+		if c == nil {
+			continue
+		}
+		for _, f := range filters {
+			if reason := f.check(c); reason != "" {
+				rejections = append(rejections, Rejection{Cluster: c.Name, Plugin: f.plugin, Reason: reason})
+				continue next
+			}
+		}
+		feasible = append(feasible, framework.Candidate{Cluster: c})
+	}
+	slices.SortFunc(rejections, func(a, b Rejection) int { return cmp.Compare(a.Cluster, b.Cluster) })
+	return feasible, rejections, nil
+}
+
+// score fills in each candidate's score, tie-break rank and, when the division needs it, free
+// capacity.
+func (s *Scheduler) score(state *framework.CycleState, candidates []framework.Candidate) error {
+	scorers := make([]framework.Scorer, 0, len(s.scorers))
+	for _, p := range s.scorers {
+		f, err := p.NewScorer(state)
+		if err != nil {
+			return pluginError(p, err)
+		}
+		if f != nil {
+			scorers = append(scorers, f)
+		}
+	}
+	request := replicaRequest(state.Spec)
+	for i := range candidates {
+		c := &candidates[i]
+		for _, score := range scorers {
+			c.Score += min(max(score(c.Cluster), 0), framework.MaxScore)
+		}
+		c.Rank = state.Rank(c.Cluster.Name)
+		if state.CapacityAware {
+			c.Available = AvailableReplicas(c.Cluster, request)
+		}
+	}
+	return nil
+}
+
+// selectClusters runs the select plugins in turn.
+func (s *Scheduler) selectClusters(state *framework.CycleState, candidates []framework.Candidate) ([]framework.Candidate, error) {
+	for _, p := range s.selectors {
+		selected, err := p.Select(state, candidates)
+		if err != nil {
+			return nil, pluginError(p, err)
+		}
+		if len(selected) == 0 {
+			return nil, &framework.UnfitError{Reason: fmt.Sprintf("plugin %s selected no cluster", p.Name())}
+		}
+		candidates = selected
+	}
+	return candidates, nil
+}
+
+// pluginError names the plugin in internal errors; invalid placements and unfit results keep
+// their own message.
+func pluginError(p framework.Plugin, err error) error {
+	var unfit *framework.UnfitError
+	if errors.Is(err, framework.ErrInvalidPlacement) || errors.As(err, &unfit) {
+		return err
+	}
+	return fmt.Errorf("scheduler plugin %s: %w", p.Name(), err)
+}
+
+func replicaRequest(spec *workv1alpha2.ResourceBindingSpec) corev1.ResourceList {
+	if spec.ReplicaRequirements == nil {
+		return nil
+	}
+	return spec.ReplicaRequirements.ResourceRequest
+}
