@@ -31,6 +31,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
+	"github.com/flotilla-io/flotilla/controllers"
 )
 
 // options are the manager's flags. README.md has the table of them.
@@ -46,6 +47,8 @@ type options struct {
 	kubeAPIQPS           float64
 	kubeAPIBurst         int
 	gracefulShutdownTime time.Duration
+	controllers          controllers.Options
+	memberQPS            float64
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -60,6 +63,14 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 50, "Client-side QPS limit towards the host apiserver. The host's API Priority and Fairness protects it too.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100, "Client-side burst towards the host apiserver.")
 	fs.DurationVar(&o.gracefulShutdownTime, "graceful-shutdown-timeout", 30*time.Second, "How long reconcilers get to finish on shutdown.")
+	d := controllers.DefaultOptions
+	fs.IntVar(&o.controllers.Workers, "concurrent-reconciles", d.Workers, "Concurrent reconciles per controller.")
+	fs.Float64Var(&o.memberQPS, "member-api-qps", float64(d.MemberQPS), "Client-side QPS limit towards each member cluster.")
+	fs.IntVar(&o.controllers.MemberBurst, "member-api-burst", d.MemberBurst, "Client-side burst towards each member cluster.")
+	fs.DurationVar(&o.controllers.ProbeInterval, "cluster-probe-interval", d.ProbeInterval, "How often member clusters are probed.")
+	fs.IntVar(&o.controllers.FailureThreshold, "cluster-failure-threshold", d.FailureThreshold, "Failed probes in a row before a member is NotReady.")
+	fs.BoolVar(&o.controllers.EnableEmptyWorkloadPropagation, "enable-empty-workload-propagation", false, "Propagate workloads to clusters that were divided 0 replicas.")
+	fs.StringVar(&o.controllers.SchedulerName, "scheduler-name", "default-scheduler", "Bindings naming another scheduler are left to it.")
 }
 
 func main() {
@@ -84,6 +95,7 @@ func main() {
 
 func run(cfg *rest.Config, o options) error {
 	log := ctrl.Log.WithName("setup")
+	ctx := ctrl.SetupSignalHandler()
 	cfg.QPS = float32(o.kubeAPIQPS)
 	cfg.Burst = o.kubeAPIBurst
 
@@ -105,6 +117,10 @@ func run(cfg *rest.Config, o options) error {
 		return err
 	}
 
+	o.controllers.MemberQPS = float32(o.memberQPS)
+	if _, err := controllers.Setup(ctx, mgr, o.controllers); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
@@ -113,7 +129,7 @@ func run(cfg *rest.Config, o options) error {
 	}
 
 	log.Info("Starting manager", "leaderElection", o.leaderElect)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }
 
 // leaderElectionNamespace returns the namespace of the leader election Lease. In cluster,

@@ -1,0 +1,212 @@
+// Package scheduler runs the scheduling cycle of internal/scheduler for bindings: it decides
+// whether a binding needs (re)scheduling, writes spec.clusters and the applied-placement
+// annotation in one patch, and the Scheduled condition, lastScheduledTime and
+// schedulerObservedGeneration in one status patch.
+//
+// Bindings that name another scheduler are left alone, so a custom scheduler can run beside
+// this one; spec.suspension.scheduling pauses it.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/internal/bindings"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
+)
+
+// Reconciler schedules one kind of binding.
+type Reconciler struct {
+	Client    client.Client
+	Recorder  events.EventRecorder
+	Scheduler *scheduler.Scheduler
+	// SchedulerName is the name this scheduler answers to.
+	SchedulerName string
+	// NewBinding returns an empty ResourceBinding or ClusterResourceBinding.
+	NewBinding func() client.Object
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings;clusterresourcebindings,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings/status;clusterresourcebindings/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile schedules one binding when it needs it.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	start := time.Now()
+	rb := r.NewBinding()
+	if err := r.Client.Get(ctx, req.NamespacedName, rb); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	spec, status := bindings.Spec(rb), bindings.Status(rb)
+	if rb.GetDeletionTimestamp() != nil || !r.mine(spec.SchedulerName) {
+		return ctrl.Result{}, nil
+	}
+	clusters, err := r.clusters(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	in := scheduler.Input{Spec: spec, Status: status, Annotations: rb.GetAnnotations()}
+	need, why := scheduler.NeedsSchedule(in, clusters)
+	if !need {
+		return ctrl.Result{}, r.observe(ctx, rb)
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues(bindings.Kind(rb), req.String(), "reason", why)
+	result, err := r.Scheduler.Schedule(in, clusters)
+	observeAttempt(start, err)
+	var unsched *scheduler.UnschedulableError
+	switch {
+	case errors.As(err, &unsched):
+		log.V(1).Info("Binding is unschedulable", "message", unsched.Error())
+		return ctrl.Result{}, r.failed(ctx, rb, wellknown.ReasonBindingUnschedulable, unsched.Error())
+	case errors.Is(err, scheduler.ErrInvalidPlacement):
+		return ctrl.Result{}, reconcile.TerminalError(r.failed(ctx, rb, wellknown.ReasonSchedulerError, err.Error()))
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+
+	placement, err := scheduler.AppliedPlacement(spec.Placement)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	before := rb.DeepCopyObject().(client.Object)
+	spec.Clusters = result.Clusters
+	ann := rb.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[wellknown.AppliedPlacementAnnotation] = placement
+	rb.SetAnnotations(ann)
+	if err := r.Client.Patch(ctx, rb, client.MergeFrom(before)); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+
+	before = rb.DeepCopyObject().(client.Object)
+	status = bindings.Status(rb)
+	now := metav1.NewTime(r.now())
+	status.LastScheduledTime = &now
+	status.SchedulerObservedGeneration = rb.GetGeneration()
+	status.SchedulerObservedAffinityName = result.AffinityName
+	msg := fmt.Sprintf("Binding has been scheduled to %s", describe(result.Clusters))
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: wellknown.ConditionScheduled, Status: metav1.ConditionTrue,
+		Reason: wellknown.ReasonBindingScheduled, Message: msg, ObservedGeneration: rb.GetGeneration()})
+	if err := r.Client.Status().Patch(ctx, rb, client.MergeFrom(before)); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	r.event(rb, corev1.EventTypeNormal, wellknown.EventReasonScheduleBindingSucceed, msg)
+	log.V(1).Info("Scheduled binding", "clusters", describe(result.Clusters))
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) mine(name string) bool {
+	own := r.SchedulerName
+	if own == "" {
+		own = wellknown.DefaultSchedulerName
+	}
+	return name == "" || name == own
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reconciler) clusters(ctx context.Context) ([]*clusterv1alpha1.Cluster, error) {
+	list := &clusterv1alpha1.ClusterList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return nil, err
+	}
+	out := make([]*clusterv1alpha1.Cluster, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// observe records that the scheduler saw the binding's generation, without rescheduling.
+func (r *Reconciler) observe(ctx context.Context, rb client.Object) error {
+	status := bindings.Status(rb)
+	if status.SchedulerObservedGeneration == rb.GetGeneration() || len(bindings.Spec(rb).Clusters) == 0 {
+		return nil
+	}
+	before := rb.DeepCopyObject().(client.Object)
+	status.SchedulerObservedGeneration = rb.GetGeneration()
+	if c := meta.FindStatusCondition(status.Conditions, wellknown.ConditionScheduled); c != nil && c.Status == metav1.ConditionTrue {
+		c.ObservedGeneration = rb.GetGeneration()
+	}
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, rb, client.MergeFrom(before)))
+}
+
+// failed records a scheduling failure. The binding keeps its previous clusters: a binding
+// that cannot be placed is never half placed.
+func (r *Reconciler) failed(ctx context.Context, rb client.Object, reason, msg string) error {
+	status := bindings.Status(rb)
+	before := rb.DeepCopyObject().(client.Object)
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: wellknown.ConditionScheduled, Status: metav1.ConditionFalse,
+		Reason: reason, Message: msg, ObservedGeneration: rb.GetGeneration()})
+	status.SchedulerObservedGeneration = rb.GetGeneration()
+	if equalStatus(before, rb) {
+		return nil
+	}
+	unschedulable.Inc()
+	r.event(rb, corev1.EventTypeWarning, wellknown.EventReasonScheduleBindingFailed, msg)
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, rb, client.MergeFrom(before)))
+}
+
+func equalStatus(a, b client.Object) bool {
+	sa, sb := bindings.Status(a), bindings.Status(b)
+	ca := meta.FindStatusCondition(sa.Conditions, wellknown.ConditionScheduled)
+	cb := meta.FindStatusCondition(sb.Conditions, wellknown.ConditionScheduled)
+	return ca != nil && cb != nil && ca.Status == cb.Status && ca.Reason == cb.Reason && ca.Message == cb.Message &&
+		ca.ObservedGeneration == cb.ObservedGeneration && sa.SchedulerObservedGeneration == sb.SchedulerObservedGeneration
+}
+
+// event records an event on the binding and on its template.
+func (r *Reconciler) event(rb client.Object, typ, reason, msg string) {
+	r.Recorder.Eventf(rb, nil, typ, reason, "Schedule", "%s", msg)
+	res := bindings.Spec(rb).Resource
+	tmpl := &metav1.PartialObjectMetadata{}
+	gv, err := schema.ParseGroupVersion(res.APIVersion)
+	if err != nil || res.UID == "" {
+		return
+	}
+	tmpl.SetGroupVersionKind(gv.WithKind(res.Kind))
+	tmpl.SetNamespace(res.Namespace)
+	tmpl.SetName(res.Name)
+	tmpl.SetUID(res.UID)
+	r.Recorder.Eventf(tmpl, rb, typ, reason, "Schedule", "%s", msg)
+}
+
+// describe renders clusters as "member1 (1), member2 (1)".
+func describe(tcs []workv1alpha2.TargetCluster) string {
+	if len(tcs) == 0 {
+		return "no cluster"
+	}
+	var b strings.Builder
+	for i, tc := range tcs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (%d)", tc.Name, tc.Replicas)
+	}
+	return b.String()
+}

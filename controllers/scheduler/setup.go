@@ -1,0 +1,102 @@
+package scheduler
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/internal/bindings"
+)
+
+// IndexUnscheduled indexes bindings without clusters under "true".
+const IndexUnscheduled = "flotilla.binding.unscheduled"
+
+// SetupIndexes registers the indexes the scheduler uses. Call it once.
+func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
+	f := func(o client.Object) []string {
+		if len(bindings.Spec(o).Clusters) == 0 {
+			return []string{"true"}
+		}
+		return nil
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &workv1alpha2.ResourceBinding{}, IndexUnscheduled, f); err != nil {
+		return err
+	}
+	return mgr.GetFieldIndexer().IndexField(ctx, &workv1alpha2.ClusterResourceBinding{}, IndexUnscheduled, f)
+}
+
+// SetupWithManager registers the scheduler for one kind of binding.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	sample := r.NewBinding()
+	name := "scheduler"
+	if bindings.Kind(sample) == "ClusterResourceBinding" {
+		name = "cluster-scheduler"
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named(name).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		For(sample, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.affected), builder.WithPredicates(clusterChanged())).
+		Complete(r)
+}
+
+// affected maps a cluster change to the bindings it can affect: those scheduled on it (it may
+// have to leave) and those not scheduled anywhere (it may now fit).
+func (r *Reconciler) affected(ctx context.Context, o client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	for _, opt := range []client.ListOption{
+		client.MatchingFields{bindings.IndexBindingByCluster: o.GetName()},
+		client.MatchingFields{IndexUnscheduled: "true"},
+	} {
+		out = append(out, r.list(ctx, opt)...)
+	}
+	return out
+}
+
+func (r *Reconciler) list(ctx context.Context, opt client.ListOption) []reconcile.Request {
+	var out []reconcile.Request
+	if bindings.Kind(r.NewBinding()) == "ClusterResourceBinding" {
+		l := &workv1alpha2.ClusterResourceBindingList{}
+		if r.Client.List(ctx, l, opt) != nil {
+			return nil
+		}
+		for i := range l.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])})
+		}
+		return out
+	}
+	l := &workv1alpha2.ResourceBindingList{}
+	if r.Client.List(ctx, l, opt) != nil {
+		return nil
+	}
+	for i := range l.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])})
+	}
+	return out
+}
+
+// clusterChanged passes cluster changes that can change placements: spec (taints, fields),
+// labels, deletion, readiness and served APIs; resource summaries alone do not, so periodic
+// status collection does not churn bindings.
+func clusterChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*clusterv1alpha1.Cluster), e.ObjectNew.(*clusterv1alpha1.Cluster)
+			return o.Generation != n.Generation || !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+				(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+				meta.IsStatusConditionTrue(o.Status.Conditions, wellknown.ClusterConditionReady) != meta.IsStatusConditionTrue(n.Status.Conditions, wellknown.ClusterConditionReady) ||
+				len(o.Status.APIEnablements) != len(n.Status.APIEnablements)
+		},
+	}
+}

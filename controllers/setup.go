@@ -1,0 +1,126 @@
+// Package controllers wires every Flotilla reconciler into one controller-runtime manager.
+// main.go and the end-to-end tests both call Setup, so tests run exactly what ships.
+package controllers
+
+import (
+	"context"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/controllers/binding"
+	"github.com/flotilla-io/flotilla/controllers/detector"
+	"github.com/flotilla-io/flotilla/controllers/execution"
+	"github.com/flotilla-io/flotilla/controllers/namespace"
+	schedulercontroller "github.com/flotilla-io/flotilla/controllers/scheduler"
+	"github.com/flotilla-io/flotilla/controllers/workstatus"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
+)
+
+// Options configure the reconcilers. Zero values take the defaults in DefaultOptions.
+type Options struct {
+	// Workers is the number of concurrent reconciles per controller.
+	Workers int
+	// MemberQPS and MemberBurst limit each member cluster client.
+	MemberQPS   float32
+	MemberBurst int
+	// ProbeInterval is how often member clusters are probed.
+	ProbeInterval time.Duration
+	// FailureThreshold is how many failed probes in a row make a member NotReady.
+	FailureThreshold int
+	// EnableEmptyWorkloadPropagation keeps clusters that were divided 0 replicas.
+	EnableEmptyWorkloadPropagation bool
+	// SchedulerName is the scheduler name this manager answers to.
+	SchedulerName string
+}
+
+// DefaultOptions are the defaults of the manager's flags.
+var DefaultOptions = Options{Workers: 8, MemberQPS: 100, MemberBurst: 200, ProbeInterval: 5 * time.Second, FailureThreshold: 3}
+
+func (o *Options) defaults() {
+	d := DefaultOptions
+	if o.Workers <= 0 {
+		o.Workers = d.Workers
+	}
+	if o.MemberQPS <= 0 {
+		o.MemberQPS = d.MemberQPS
+	}
+	if o.MemberBurst <= 0 {
+		o.MemberBurst = d.MemberBurst
+	}
+	if o.ProbeInterval <= 0 {
+		o.ProbeInterval = d.ProbeInterval
+	}
+	if o.FailureThreshold <= 0 {
+		o.FailureThreshold = d.FailureThreshold
+	}
+}
+
+// Leader election holds a Lease in the manager's namespace and records core Events about it.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Setup registers every reconciler with the manager and returns the member connection
+// manager they share.
+func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, error) {
+	o.defaults()
+	members := member.NewManager(mgr.GetScheme(), member.Options{
+		QPS: o.MemberQPS, Burst: o.MemberBurst, FailureThreshold: o.FailureThreshold,
+	})
+	interp := interpreter.Interpreter{}
+	if err := binding.SetupIndexes(ctx, mgr); err != nil {
+		return nil, err
+	}
+	if err := schedulercontroller.SetupIndexes(ctx, mgr); err != nil {
+		return nil, err
+	}
+	sched, err := scheduler.New(scheduler.Options{EnableEmptyWorkloadPropagation: o.EnableEmptyWorkloadPropagation})
+	if err != nil {
+		return nil, err
+	}
+	if err := (&namespace.HoldReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := (&detector.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("detector"), Interpreter: interp,
+	}).SetupWithManager(mgr, detector.Options{Workers: o.Workers}); err != nil {
+		return nil, err
+	}
+	newRB := func() client.Object { return &workv1alpha2.ResourceBinding{} }
+	newCRB := func() client.Object { return &workv1alpha2.ClusterResourceBinding{} }
+	for _, nb := range []func() client.Object{newRB, newCRB} {
+		if err := (&binding.Reconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("binding-controller"),
+			Interpreter: interp, NewBinding: nb,
+		}).SetupWithManager(mgr, o.Workers); err != nil {
+			return nil, err
+		}
+		if err := (&schedulercontroller.Reconciler{
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("default-scheduler"), Scheduler: sched,
+			SchedulerName: o.SchedulerName, NewBinding: nb,
+		}).SetupWithManager(mgr, o.Workers); err != nil {
+			return nil, err
+		}
+		if err := (&workstatus.AggregateReconciler{
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("binding-status-controller"), NewBinding: nb,
+		}).SetupWithManager(mgr, o.Workers); err != nil {
+			return nil, err
+		}
+	}
+	if err := (&execution.Reconciler{
+		Client: mgr.GetClient(), Members: members, Recorder: mgr.GetEventRecorder("execution-controller"),
+	}).SetupWithManager(mgr, o.Workers); err != nil {
+		return nil, err
+	}
+	if err := (&workstatus.WorkReconciler{
+		Client: mgr.GetClient(), Members: members, Interpreter: interp,
+	}).SetupWithManager(mgr, o.Workers); err != nil {
+		return nil, err
+	}
+	return members, nil
+}

@@ -1,0 +1,50 @@
+// Package e2e plays the user scenarios end to end on a local fleet: a host with its own
+// kube-controller-manager and three full members (kube-controller-manager, kube-scheduler and
+// kwok), so Deployments really reach Ready, with the manager running as its ServiceAccount.
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/flotilla-io/flotilla/controllers"
+	"github.com/flotilla-io/flotilla/internal/localcluster"
+	"github.com/flotilla-io/flotilla/test/e2e/framework"
+)
+
+var (
+	env     *framework.Env
+	manager *framework.Manager
+)
+
+func TestE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a fleet of real clusters")
+	}
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(90 * time.Second)
+	SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
+	RunSpecs(t, "End-to-end suite")
+}
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	var err error
+	env, err = framework.StartFleet(ctx, localcluster.DefaultMembers(3, true), GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Fleet.Stop)
+
+	cfg, err := env.ManagerConfig(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	manager, err = framework.StartManager(cfg, controllers.Options{ProbeInterval: time.Second}, true)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(manager.Stop()).To(Succeed()) })
+
+	for _, m := range []string{"member1", "member2", "member3"} {
+		Expect(env.Join(ctx, m)).To(Succeed())
+	}
+	framework.EventuallyClustersReady(ctx, env.Host, "member1", "member2", "member3")
+}, NodeTimeout(5*time.Minute))

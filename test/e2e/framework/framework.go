@@ -1,0 +1,228 @@
+// Package framework runs Flotilla end to end on a local fleet: a host (with its own
+// kube-controller-manager, as a real host has) and members started by internal/localcluster,
+// the manager started in-process with controllers.Setup exactly as main.go does, and
+// authenticated as its ServiceAccount with only the generated config/rbac ClusterRole, so a
+// missing permission fails the tests.
+package framework
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/controllers"
+	"github.com/flotilla-io/flotilla/internal/localcluster"
+)
+
+// ManagerServiceAccount is the ServiceAccount the manager runs as, as in config/manager.
+const ManagerServiceAccount = "flotilla-manager"
+
+// RepoRoot returns the repository root (the directory holding go.mod).
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// Env is a running fleet with clients.
+type Env struct {
+	Fleet   *localcluster.Fleet
+	Host    client.Client
+	Members map[string]client.Client
+}
+
+// StartFleet starts a host with its own controller-manager and the given members, with the
+// CRDs installed in the host.
+func StartFleet(ctx context.Context, members []localcluster.MemberOptions, log io.Writer) (*Env, error) {
+	f, err := localcluster.StartFleet(ctx, localcluster.FleetOptions{
+		CRDDir:  filepath.Join(RepoRoot(), "config", "crd", "bases"),
+		Host:    localcluster.Options{ControllerManager: true},
+		Members: members,
+		Log:     log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	env := &Env{Fleet: f, Members: map[string]client.Client{}}
+	s := flotillascheme.New()
+	if env.Host, err = client.New(f.Host.RESTConfig(), client.Options{Scheme: s}); err != nil {
+		return nil, errors.Join(err, f.Stop())
+	}
+	for _, m := range f.Members {
+		c, err := client.New(m.RESTConfig(), client.Options{Scheme: s})
+		if err != nil {
+			return nil, errors.Join(err, f.Stop())
+		}
+		env.Members[m.Name] = c
+	}
+	return env, nil
+}
+
+// Join registers a member with the host the way `kubectl flotilla join` does for Push
+// members: a credentials Secret in flotilla-system and a Cluster with the member's endpoint.
+func (e *Env) Join(ctx context.Context, name string) error {
+	m := e.Fleet.Member(name)
+	if m == nil {
+		return fmt.Errorf("no member %q in the fleet", name)
+	}
+	var opts localcluster.MemberOptions
+	for i, c := range e.Fleet.Members {
+		if c.Name == name {
+			opts = e.Fleet.MemberOptions[i]
+		}
+	}
+	if err := ensureNamespace(ctx, e.Host, wellknown.SystemNamespace); err != nil {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: wellknown.SystemNamespace, Name: name},
+		Data: map[string][]byte{"token": []byte(m.AdminToken), "caBundle": m.CAData}}
+	if err := e.Host.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	cluster := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: m.Endpoint,
+			SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: wellknown.SystemNamespace, Name: name},
+			Provider:  opts.Provider, Region: opts.Region, Zone: opts.Zone}}
+	if err := e.Host.Create(ctx, cluster); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+func ensureNamespace(ctx context.Context, c client.Client, name string) error {
+	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// ManagerConfig installs config/rbac's ClusterRole, a ServiceAccount and a binding in the
+// host, and returns a REST config authenticated as that ServiceAccount.
+func (e *Env) ManagerConfig(ctx context.Context) (*rest.Config, error) {
+	if err := ensureNamespace(ctx, e.Host, wellknown.SystemNamespace); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(RepoRoot(), "config", "rbac", "role.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(data, role); err != nil {
+		return nil, err
+	}
+	objs := []client.Object{
+		role,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: wellknown.SystemNamespace, Name: ManagerServiceAccount}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: wellknown.SystemNamespace, Name: ManagerServiceAccount}}},
+	}
+	for _, o := range objs {
+		if err := e.Host.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
+	}
+	kube, err := kubernetes.NewForConfig(e.Fleet.Host.RESTConfig())
+	if err != nil {
+		return nil, err
+	}
+	tr, err := kube.CoreV1().ServiceAccounts(wellknown.SystemNamespace).CreateToken(ctx, ManagerServiceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	cfg := e.Fleet.Host.RESTConfig()
+	cfg.BearerToken = tr.Status.Token
+	cfg.BearerTokenFile = ""
+	cfg.CertData, cfg.KeyData, cfg.CertFile, cfg.KeyFile = nil, nil, "", ""
+	cfg.Username, cfg.Password = "", ""
+	return cfg, nil
+}
+
+// Manager is an in-process Flotilla manager.
+type Manager struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// StartManager starts a manager against the host with cfg, wired by controllers.Setup.
+func StartManager(cfg *rest.Config, opts controllers.Options, leaderElection bool) (*Manager, error) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        flotillascheme.New(),
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        "0",
+		LeaderElection:                leaderElection,
+		LeaderElectionID:              "flotilla-manager.flotilla.io",
+		LeaderElectionNamespace:       wellknown.SystemNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 ptr.To(8 * time.Second),
+		RenewDeadline:                 ptr.To(5 * time.Second),
+		RetryPeriod:                   ptr.To(time.Second),
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := controllers.Setup(ctx, mgr, opts); err != nil {
+		cancel()
+		return nil, err
+	}
+	m := &Manager{cancel: cancel, done: make(chan error, 1)}
+	go func() { m.done <- mgr.Start(ctx) }()
+	return m, nil
+}
+
+// Stop stops the manager and waits for it.
+func (m *Manager) Stop() error {
+	m.cancel()
+	return <-m.done
+}
+
+// Apply creates or updates every object of a multi-document YAML file with server-side
+// apply, as `kubectl apply --server-side` would.
+func Apply(ctx context.Context, c client.Client, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("%s: apply %s %s: %w", path, u.GetKind(), u.GetName(), err)
+		}
+	}
+}
