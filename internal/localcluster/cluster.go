@@ -587,7 +587,7 @@ func (c *Cluster) Processes() []ProcessInfo {
 	return out
 }
 
-// processOrder is the start order; stopping goes the other way.
+// processOrder is the start order (stopAll has its own).
 var processOrder = []string{binEtcd, binAPIServer, binControllerManager, binScheduler, binKwok}
 
 // expectedProcesses are the names of the processes a healthy cluster runs.
@@ -654,8 +654,8 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops every process of the cluster, newest first, and waits for them to exit; a
-// temporary Dir is removed. Further calls do nothing. A cluster returned by LoadFleet
+// Stop stops every process of the cluster (controllers first, then the apiserver, then
+// etcd) and waits for them to exit; a temporary Dir is removed. Further calls do nothing. A cluster returned by LoadFleet
 // stops the processes recorded for it.
 func (c *Cluster) Stop() error {
 	c.mu.Lock()

@@ -70,6 +70,8 @@ type Fleet struct {
 	Members []*Cluster
 	// MemberOptions[i] describes Members[i], with defaults filled in.
 	MemberOptions []MemberOptions
+	// StartedAt is when StartFleet began.
+	StartedAt time.Time
 
 	removeDir bool
 }
@@ -78,7 +80,7 @@ type Fleet struct {
 // writes Dir/<name>.kubeconfig for every cluster and Dir/state.json, and returns once all
 // are ready. If anything fails, everything started is stopped.
 func StartFleet(ctx context.Context, o FleetOptions) (*Fleet, error) {
-	f := &Fleet{}
+	f := &Fleet{StartedAt: time.Now().UTC().Truncate(time.Second)}
 	var err error
 	if o.Dir == "" {
 		if f.Dir, err = os.MkdirTemp("", "flotilla-fleet-"); err != nil {

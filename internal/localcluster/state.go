@@ -14,7 +14,7 @@ import (
 // find the fleet's clusters, check them and stop them (see LoadFleet).
 type FleetState struct {
 	Dir       string         `json:"dir"`
-	CreatedAt time.Time      `json:"createdAt"`
+	StartedAt time.Time      `json:"startedAt"`
 	Host      ClusterState   `json:"host"`
 	Members   []ClusterState `json:"members"`
 }
@@ -43,7 +43,7 @@ type ClusterState struct {
 
 // State describes the fleet as it runs now.
 func (f *Fleet) State() *FleetState {
-	s := &FleetState{Dir: f.Dir, CreatedAt: time.Now().UTC(), Host: f.clusterState(f.Host)}
+	s := &FleetState{Dir: f.Dir, StartedAt: f.StartedAt, Host: f.clusterState(f.Host)}
 	for i, m := range f.Members {
 		cs := f.clusterState(m)
 		if i < len(f.MemberOptions) {
@@ -112,7 +112,7 @@ func LoadFleet(dir string) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Fleet{Dir: dir}
+	f := &Fleet{Dir: dir, StartedAt: s.StartedAt}
 	if f.Host, err = loadCluster(s.Host); err != nil {
 		return nil, err
 	}
