@@ -190,13 +190,21 @@ func (s *Scheduler) cycle(state *framework.CycleState, clusters []*clusterv1alph
 	if err != nil {
 		return Result{}, err
 	}
+	if err := sortByName(targets); err != nil {
+		return Result{}, err
+	}
+	return Result{Clusters: targets, AffinityName: state.AffinityName}, nil
+}
+
+// sortByName sorts the targets and rejects a snapshot that named a cluster twice.
+func sortByName(targets []workv1alpha2.TargetCluster) error {
 	slices.SortFunc(targets, func(a, b workv1alpha2.TargetCluster) int { return cmp.Compare(a.Name, b.Name) })
 	for i := 1; i < len(targets); i++ {
 		if targets[i].Name == targets[i-1].Name {
-			return Result{}, fmt.Errorf("cluster %q appears twice in the snapshot", targets[i].Name)
+			return fmt.Errorf("cluster %q appears twice in the snapshot", targets[i].Name)
 		}
 	}
-	return Result{Clusters: targets, AffinityName: state.AffinityName}, nil
+	return nil
 }
 
 // filter runs every filter on every cluster and returns the feasible clusters and why the
