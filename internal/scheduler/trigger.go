@@ -38,7 +38,9 @@ func AppliedPlacement(p *policyv1alpha1.Placement) (string, error) {
 //     placement does not tolerate, or no longer matches the cluster affinity in force.
 //
 // It is false, with the reason "scheduling is suspended", while spec.suspension.scheduling is
-// true, and false with an empty reason in every other case, so nothing churns.
+// true, and false with an empty reason in every other case, so nothing churns. A binding that
+// was unschedulable has no clusters and so always needs scheduling: the reconciler retries it
+// when clusters change or after a backoff, not in a tight loop.
 func NeedsSchedule(in Input, clusters []*clusterv1alpha1.Cluster) (bool, string) {
 	spec, status := in.Spec, in.Status
 	if spec == nil {
