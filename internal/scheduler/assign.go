@@ -65,23 +65,11 @@ func (s *Scheduler) assign(state *framework.CycleState, selected []framework.Can
 		return nil, err
 	}
 	if m == duplicated {
-		out := make([]workv1alpha2.TargetCluster, len(selected))
-		for i, c := range selected {
-			out[i] = workv1alpha2.TargetCluster{Name: c.Cluster.Name, Replicas: max(state.Spec.Replicas, 0)}
-		}
-		return out, nil
+		return duplicate(selected, max(state.Spec.Replicas, 0)), nil
 	}
-	var weights []int64
-	switch m {
-	case staticWeight:
-		if selected, weights, err = weighStatically(state, selected); err != nil {
-			return nil, err
-		}
-	default: // dynamicWeight and aggregated divide by free capacity
-		weights = make([]int64, len(selected))
-		for i, c := range selected {
-			weights[i] = int64(c.Available)
-		}
+	selected, weights, err := divisionWeights(m, state, selected)
+	if err != nil {
+		return nil, err
 	}
 	targets := make([]division.Target, len(selected))
 	for i, c := range selected {
@@ -98,6 +86,28 @@ func (s *Scheduler) assign(state *framework.CycleState, selected []framework.Can
 		}
 	}
 	return out, nil
+}
+
+// duplicate gives every cluster the same replicas.
+func duplicate(selected []framework.Candidate, replicas int32) []workv1alpha2.TargetCluster {
+	out := make([]workv1alpha2.TargetCluster, len(selected))
+	for i, c := range selected {
+		out[i] = workv1alpha2.TargetCluster{Name: c.Cluster.Name, Replicas: replicas}
+	}
+	return out
+}
+
+// divisionWeights returns the clusters that take part in the division and their weights:
+// static weights, or free capacity for dynamic weights and Aggregated.
+func divisionWeights(m mode, state *framework.CycleState, selected []framework.Candidate) ([]framework.Candidate, []int64, error) {
+	if m == staticWeight {
+		return weighStatically(state, selected)
+	}
+	weights := make([]int64, len(selected))
+	for i, c := range selected {
+		weights[i] = int64(c.Available)
+	}
+	return selected, weights, nil
 }
 
 func divide(m mode, replicas int32, targets []division.Target) ([]int32, error) {

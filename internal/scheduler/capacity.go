@@ -51,21 +51,26 @@ func fits(rs *clusterv1alpha1.ResourceSummary, name corev1.ResourceName, req res
 		return 0
 	}
 	allocated, allocating := rs.Allocated[name], rs.Allocating[name]
-	value := (*resource.Quantity).Value
-	if smallEnough(&allocatable) && smallEnough(&allocated) && smallEnough(&allocating) && smallEnough(&req) {
-		value = (*resource.Quantity).MilliValue
-	}
-	per, free := value(&req), value(&allocatable)
+	milli := smallEnough(&allocatable) && smallEnough(&allocated) && smallEnough(&allocating) && smallEnough(&req)
+	per, free := amount(&req, milli), amount(&allocatable, milli)
 	if per <= 0 || free <= 0 {
 		return 0
 	}
 	// Subtract one term at a time so that odd (negative) inputs cannot overflow.
-	for _, used := range []int64{value(&allocated), value(&allocating)} {
-		if free -= max(used, 0); free <= 0 {
-			return 0
-		}
+	if free -= max(amount(&allocated, milli), 0); free <= 0 {
+		return 0
+	}
+	if free -= max(amount(&allocating, milli), 0); free <= 0 {
+		return 0
 	}
 	return free / per
+}
+
+func amount(q *resource.Quantity, milli bool) int64 {
+	if milli {
+		return q.MilliValue()
+	}
+	return q.Value()
 }
 
 func smallEnough(q *resource.Quantity) bool {

@@ -129,7 +129,7 @@ type Result struct {
 //
 // It returns an *UnschedulableError when no placement fits, an error wrapping
 // ErrInvalidPlacement when the placement is invalid, and any other error for internal
-// failures. Nil entries in clusters are ignored.
+// failures. Cluster names must be unique; nil entries in clusters are ignored.
 func (s *Scheduler) Schedule(in Input, clusters []*clusterv1alpha1.Cluster) (Result, error) {
 	state := framework.NewCycleState(in.Spec, in.Status, in.seed())
 	state.CapacityAware = needsCapacity(state)
@@ -190,8 +190,21 @@ func (s *Scheduler) cycle(state *framework.CycleState, clusters []*clusterv1alph
 	if err != nil {
 		return Result{}, err
 	}
-	slices.SortFunc(targets, func(a, b workv1alpha2.TargetCluster) int { return cmp.Compare(a.Name, b.Name) })
+	if err := sortByName(targets); err != nil {
+		return Result{}, err
+	}
 	return Result{Clusters: targets, AffinityName: state.AffinityName}, nil
+}
+
+// sortByName sorts the targets and rejects a snapshot that named a cluster twice.
+func sortByName(targets []workv1alpha2.TargetCluster) error {
+	slices.SortFunc(targets, func(a, b workv1alpha2.TargetCluster) int { return cmp.Compare(a.Name, b.Name) })
+	for i := 1; i < len(targets); i++ {
+		if targets[i].Name == targets[i-1].Name {
+			return fmt.Errorf("cluster %q appears twice in the snapshot", targets[i].Name)
+		}
+	}
+	return nil
 }
 
 // filter runs every filter on every cluster and returns the feasible clusters and why the

@@ -298,6 +298,14 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+func TestDuplicateClusterNames(t *testing.T) {
+	_, err := newScheduler(t, Options{}).Schedule(Input{Spec: st.Deployment(1)}, []*clusterv1alpha1.Cluster{st.NewCluster("m1"), st.NewCluster("m1")})
+	var u *UnschedulableError
+	if err == nil || errors.As(err, &u) || errors.Is(err, ErrInvalidPlacement) {
+		t.Errorf("Schedule() error = %v, want an internal error", err)
+	}
+}
+
 func TestNew(t *testing.T) {
 	for name, opts := range map[string]Options{
 		"unknown plugin":         {DisabledPlugins: []string{"Typo"}},

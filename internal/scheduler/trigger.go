@@ -38,7 +38,9 @@ func AppliedPlacement(p *policyv1alpha1.Placement) (string, error) {
 //     placement does not tolerate, or no longer matches the cluster affinity in force.
 //
 // It is false, with the reason "scheduling is suspended", while spec.suspension.scheduling is
-// true, and false with an empty reason in every other case, so nothing churns.
+// true, and false with an empty reason in every other case, so nothing churns. A binding that
+// was unschedulable has no clusters and so always needs scheduling: the reconciler retries it
+// when clusters change or after a backoff, not in a tight loop.
 func NeedsSchedule(in Input, clusters []*clusterv1alpha1.Cluster) (bool, string) {
 	spec, status := in.Spec, in.Status
 	if spec == nil {
@@ -128,29 +130,36 @@ func replicasChanged(spec *workv1alpha2.ResourceBindingSpec) string {
 
 // targetUnfit returns why a target cluster can no longer keep the binding.
 func targetUnfit(spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus, clusters []*clusterv1alpha1.Cluster) string {
-	byName := make(map[string]*clusterv1alpha1.Cluster, len(clusters))
-	for _, c := range clusters {
-		if c != nil {
-			byName[c.Name] = c
-		}
-	}
 	placement := placementOrEmpty(spec)
 	affinity, err := clusteraffinity.Compile(affinityInForce(placement, status.SchedulerObservedAffinityName))
 	if err != nil {
 		return "invalid cluster affinity: " + err.Error()
 	}
+	unseen := make(map[string]struct{}, len(spec.Clusters))
 	for _, tc := range spec.Clusters {
-		c, ok := byName[tc.Name]
+		unseen[tc.Name] = struct{}{}
+	}
+	for _, c := range clusters {
+		if c == nil {
+			continue
+		}
+		if _, ok := unseen[c.Name]; !ok {
+			continue
+		}
+		delete(unseen, c.Name)
 		switch {
-		case !ok:
-			return fmt.Sprintf("cluster %s is gone", tc.Name)
 		case c.DeletionTimestamp != nil:
-			return fmt.Sprintf("cluster %s is being deleted", tc.Name)
+			return fmt.Sprintf("cluster %s is being deleted", c.Name)
 		case !affinity.Matches(c):
-			return fmt.Sprintf("cluster %s no longer matches the cluster affinity", tc.Name)
+			return fmt.Sprintf("cluster %s no longer matches the cluster affinity", c.Name)
 		}
 		if t := tainttoleration.Untolerated(c.Spec.Taints, placement.ClusterTolerations, true); t != nil {
-			return fmt.Sprintf("cluster %s %s", tc.Name, tainttoleration.Reason(t))
+			return fmt.Sprintf("cluster %s %s", c.Name, tainttoleration.Reason(t))
+		}
+	}
+	for _, tc := range spec.Clusters { // in spec order, for a stable message
+		if _, ok := unseen[tc.Name]; ok {
+			return fmt.Sprintf("cluster %s is gone", tc.Name)
 		}
 	}
 	return ""
