@@ -64,7 +64,7 @@ var jobCounters = []string{"active", "succeeded", "failed", "ready"}
 //
 // A counter or field of the wrong type is an error naming it.
 func (Interpreter) ReflectStatus(obj *unstructured.Unstructured) (*runtime.RawExtension, error) {
-	reflected, err := reflect(obj)
+	reflected, err := reflectedStatus(obj)
 	if err != nil || reflected == nil {
 		return nil, err
 	}
@@ -75,7 +75,8 @@ func (Interpreter) ReflectStatus(obj *unstructured.Unstructured) (*runtime.RawEx
 	return &runtime.RawExtension{Raw: raw}, nil
 }
 
-func reflect(obj *unstructured.Unstructured) (map[string]any, error) {
+// reflectedStatus picks the status fields of obj worth reflecting; nil when there are none.
+func reflectedStatus(obj *unstructured.Unstructured) (map[string]any, error) {
 	status, _, err := nestedMap(obj.Object, "status")
 	if err != nil {
 		return nil, err
@@ -86,7 +87,10 @@ func reflect(obj *unstructured.Unstructured) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return out, reflectGenerations(obj, status, out)
+		if err := reflectGenerations(obj, status, out); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
 	switch gk {
 	case jobKind:
