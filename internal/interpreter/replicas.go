@@ -46,11 +46,10 @@ func (Interpreter) GetReplicas(obj *unstructured.Unstructured) (int32, *workv1al
 		if builtin(gk) {
 			return 0, nil, nil
 		}
-		n, found, err := nestedCount(obj.Object, "spec", "replicas")
-		if err != nil || !found {
-			return 0, nil, nil
+		if n, _, err := nestedCount(obj.Object, "spec", "replicas"); err == nil {
+			return n, nil, nil
 		}
-		return n, nil, nil
+		return 0, nil, nil
 	}
 }
 

@@ -17,8 +17,8 @@ import (
 )
 
 // Fields of a reflected status that say which spec it describes. Kinds whose status has
-// status.observedGeneration reflect all three, so that aggregation can tell a member that
-// has rolled out the template's latest generation from one whose status is stale.
+// status.observedGeneration reflect them, so that aggregation can tell a member that has
+// rolled out the template's latest generation from one whose status is stale.
 const (
 	// GenerationField is the member object's metadata.generation.
 	GenerationField = "generation"
@@ -28,6 +28,10 @@ const (
 	// ResourceTemplateGenerationField is the template generation the member object was
 	// rendered from: its annotation resourcetemplate.karmada.io/generation.
 	ResourceTemplateGenerationField = "resourceTemplateGeneration"
+	// ResourceTemplateUIDField is the UID of the template the member object was rendered
+	// from: its annotation resourcetemplate.karmada.io/uid. It tells a recreated template
+	// from the one before, whose generations started over.
+	ResourceTemplateUIDField = "resourceTemplateUID"
 )
 
 // counters are the integer status fields summed across members, for kinds with
@@ -48,8 +52,9 @@ var jobCounters = []string{"active", "succeeded", "failed", "ready"}
 // as JSON:
 //
 //   - Deployment, StatefulSet, ReplicaSet, DaemonSet, PodDisruptionBudget: the replica
-//     counters, plus generation, observedGeneration and resourceTemplateGeneration (see
-//     GenerationField and friends).
+//     counters, plus generation, observedGeneration, resourceTemplateGeneration and
+//     resourceTemplateUID (see GenerationField and the others), which say which spec of
+//     which template the status describes.
 //   - Job: active, succeeded, failed, ready, startTime, completionTime, conditions.
 //   - CronJob: lastScheduleTime, lastSuccessfulTime.
 //   - Pod: phase, reason, message. PersistentVolumeClaim: phase, capacity.
@@ -59,7 +64,7 @@ var jobCounters = []string{"active", "succeeded", "failed", "ready"}
 //
 // A counter or field of the wrong type is an error naming it.
 func (Interpreter) ReflectStatus(obj *unstructured.Unstructured) (*runtime.RawExtension, error) {
-	reflected, err := reflect(obj)
+	reflected, err := reflectedStatus(obj)
 	if err != nil || reflected == nil {
 		return nil, err
 	}
@@ -70,7 +75,8 @@ func (Interpreter) ReflectStatus(obj *unstructured.Unstructured) (*runtime.RawEx
 	return &runtime.RawExtension{Raw: raw}, nil
 }
 
-func reflect(obj *unstructured.Unstructured) (map[string]any, error) {
+// reflectedStatus picks the status fields of obj worth reflecting; nil when there are none.
+func reflectedStatus(obj *unstructured.Unstructured) (map[string]any, error) {
 	status, _, err := nestedMap(obj.Object, "status")
 	if err != nil {
 		return nil, err
@@ -81,7 +87,10 @@ func reflect(obj *unstructured.Unstructured) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return out, reflectGenerations(obj, status, out)
+		if err := reflectGenerations(obj, status, out); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
 	switch gk {
 	case jobKind:
@@ -108,7 +117,8 @@ func reflect(obj *unstructured.Unstructured) (map[string]any, error) {
 	return runtime.DeepCopyJSON(status), nil
 }
 
-// reflectGenerations records which spec the status describes.
+// reflectGenerations records which spec the status describes. An absent or unreadable
+// template annotation is left out: such a status never vouches for a template generation.
 func reflectGenerations(obj *unstructured.Unstructured, status, out map[string]any) error {
 	out[GenerationField] = obj.GetGeneration()
 	observed, found, err := nestedInt64(status, "observedGeneration")
@@ -118,22 +128,14 @@ func reflectGenerations(obj *unstructured.Unstructured, status, out map[string]a
 	if found {
 		out[ObservedGenerationField] = observed
 	}
-	if g, ok := templateGeneration(obj); ok {
+	annotations := obj.GetAnnotations()
+	if g, err := strconv.ParseInt(annotations[wellknown.ResourceTemplateGenerationAnnotation], 10, 64); err == nil {
 		out[ResourceTemplateGenerationField] = g
 	}
-	return nil
-}
-
-// templateGeneration reads the template generation a member object was rendered from. An
-// absent or unreadable annotation counts as unknown: such a status never vouches for a
-// generation.
-func templateGeneration(obj *unstructured.Unstructured) (int64, bool) {
-	v, ok := obj.GetAnnotations()[wellknown.ResourceTemplateGenerationAnnotation]
-	if !ok {
-		return 0, false
+	if uid := annotations[wellknown.ResourceTemplateUIDAnnotation]; uid != "" {
+		out[ResourceTemplateUIDField] = uid
 	}
-	g, err := strconv.ParseInt(v, 10, 64)
-	return g, err == nil
+	return nil
 }
 
 // pickInts copies the integer fields that are present.
@@ -164,14 +166,9 @@ func copyFields(status, out map[string]any, names ...string) map[string]any {
 // AggregateStatus adds up the members' reflected statuses into a status for the template,
 // the way the template's own controller would report it for the whole fleet:
 //
-//   - Deployment, StatefulSet, ReplicaSet, DaemonSet, PodDisruptionBudget: counters summed.
-//     status.observedGeneration is the template's metadata.generation only when every member
-//     has rolled out that generation: each item is applied and has a reflected status whose
-//     resourceTemplateGeneration equals the template's generation and whose
-//     observedGeneration is at least the member's generation. Otherwise it stays what the
-//     template's status already says (absent when it says nothing), so a stale member never
-//     makes a new generation look rolled out, and the value never goes backwards. With no
-//     items at all nothing is rolled out.
+//   - Deployment, StatefulSet, ReplicaSet, DaemonSet, PodDisruptionBudget: counters summed,
+//     and observedGeneration the template generation the whole fleet has rolled out (see
+//     below).
 //   - Job: counters summed; startTime the earliest; completionTime the latest, once every
 //     member has one; a Failed condition when any member failed, else a Complete condition
 //     when every member completed.
@@ -186,6 +183,19 @@ func copyFields(status, out map[string]any, names ...string) map[string]any {
 //
 // Items without a status are skipped in sums. The error reports an item whose status is not
 // a JSON object, naming its cluster.
+//
+// # Observed generation
+//
+// A member has rolled out template generation G when its item is applied and its reflected
+// status says it was rendered from this template (same resourceTemplateUID, when both are
+// known) at generation G (resourceTemplateGeneration), and its controller has acted on the
+// object's latest spec (observedGeneration >= generation). The aggregated observedGeneration
+// is the least G over all members: the newest template generation every member has acted on.
+// It equals the template's generation only once the whole fleet has rolled it out, so a
+// stale member status, or one not yet collected, never makes a new generation look rolled
+// out. It is left out when any member has not rolled out anything knowable, and when there
+// are no members. The template's own status is not consulted: on the host it belongs to the
+// host's controllers, which observe the template without running it.
 func (Interpreter) AggregateStatus(template *unstructured.Unstructured, items []workv1alpha2.AggregatedStatusItem) (map[string]any, error) {
 	statuses, err := decodeItems(items)
 	if err != nil {
@@ -194,7 +204,7 @@ func (Interpreter) AggregateStatus(template *unstructured.Unstructured, items []
 	gk := groupKind(template)
 	if names, ok := counters[gk]; ok {
 		status := sumInts(statuses, names)
-		if g, ok := observedGeneration(template, items, statuses); ok {
+		if g, ok := fleetObservedGeneration(template, items, statuses); ok {
 			status[ObservedGenerationField] = g
 		}
 		return status, nil
@@ -245,39 +255,44 @@ func sumInts(statuses []map[string]any, names []string) map[string]any {
 	return out
 }
 
-// observedGeneration returns the template's observedGeneration after aggregation, and false
-// when it has none.
-func observedGeneration(template *unstructured.Unstructured, items []workv1alpha2.AggregatedStatusItem, statuses []map[string]any) (int64, bool) {
-	if rolledOut(template.GetGeneration(), items, statuses) {
-		return template.GetGeneration(), true
+// fleetObservedGeneration returns the template generation every member has rolled out, and
+// false when that is unknown. See AggregateStatus.
+func fleetObservedGeneration(template *unstructured.Unstructured, items []workv1alpha2.AggregatedStatusItem, statuses []map[string]any) (int64, bool) {
+	if len(items) == 0 {
+		return 0, false
 	}
-	g, found, err := nestedInt64(template.Object, "status", "observedGeneration")
-	return g, found && err == nil
+	least := template.GetGeneration()
+	for i, s := range statuses {
+		g, ok := rolledOutGeneration(template, items[i], s)
+		if !ok {
+			return 0, false
+		}
+		least = min(least, g)
+	}
+	return least, true
 }
 
-// rolledOut reports whether every member runs the template's generation.
-func rolledOut(generation int64, items []workv1alpha2.AggregatedStatusItem, statuses []map[string]any) bool {
-	if len(items) == 0 {
-		return false
+// rolledOutGeneration returns the template generation one member has rolled out.
+func rolledOutGeneration(template *unstructured.Unstructured, item workv1alpha2.AggregatedStatusItem, status map[string]any) (int64, bool) {
+	if !item.Applied || status == nil {
+		return 0, false
 	}
-	for i, s := range statuses {
-		if !items[i].Applied || s == nil {
-			return false
-		}
-		tg, found, err := nestedInt64(s, ResourceTemplateGenerationField)
-		if err != nil || !found || tg != generation {
-			return false
-		}
-		g, _, err := nestedInt64(s, GenerationField)
-		if err != nil {
-			return false
-		}
-		observed, found, err := nestedInt64(s, ObservedGenerationField)
-		if err != nil || !found || observed < g {
-			return false
-		}
+	if uid, _ := status[ResourceTemplateUIDField].(string); uid != "" && template.GetUID() != "" && uid != string(template.GetUID()) {
+		return 0, false
 	}
-	return true
+	tg, found, err := nestedInt64(status, ResourceTemplateGenerationField)
+	if err != nil || !found || tg > template.GetGeneration() {
+		return 0, false // a generation ahead of the template's is from a template since deleted
+	}
+	g, _, err := nestedInt64(status, GenerationField)
+	if err != nil {
+		return 0, false
+	}
+	observed, found, err := nestedInt64(status, ObservedGenerationField)
+	if err != nil || !found || observed < g {
+		return 0, false
+	}
+	return tg, true
 }
 
 func aggregateJob(statuses []map[string]any) map[string]any {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
@@ -33,9 +32,9 @@ func TestReflectStatus(t *testing.T) {
 	}{
 		{
 			name: "Deployment carries generations",
-			obj: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d, generation: 4, annotations: {resourcetemplate.karmada.io/generation: "7"}},
+			obj: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d, generation: 4, annotations: {resourcetemplate.karmada.io/generation: "7", resourcetemplate.karmada.io/uid: t1}},
 				status: {observedGeneration: 4, replicas: 2, readyReplicas: 2, updatedReplicas: 2, availableReplicas: 1, unavailableReplicas: 1, conditions: [{type: Available}]}}`,
-			want: `{generation: 4, observedGeneration: 4, resourceTemplateGeneration: 7, replicas: 2, readyReplicas: 2, updatedReplicas: 2, availableReplicas: 1, unavailableReplicas: 1}`,
+			want: `{generation: 4, observedGeneration: 4, resourceTemplateGeneration: 7, resourceTemplateUID: t1, replicas: 2, readyReplicas: 2, updatedReplicas: 2, availableReplicas: 1, unavailableReplicas: 1}`,
 		},
 		{
 			name: "Deployment without status or annotation",
@@ -137,87 +136,96 @@ func item(t *testing.T, cluster string, applied bool, member string) workv1alpha
 	return workv1alpha2.AggregatedStatusItem{ClusterName: cluster, Applied: applied, Status: raw}
 }
 
-// memberDeployment is a member Deployment rendered from template generation tgen, at member
-// generation gen, whose controller observed generation observed.
-func memberDeployment(tgen, gen, observed, ready int) string {
-	return fmt.Sprintf(`{apiVersion: apps/v1, kind: Deployment, metadata: {name: d, generation: %d, annotations: {resourcetemplate.karmada.io/generation: "%d"}},
-		status: {observedGeneration: %d, replicas: %d, readyReplicas: %d, updatedReplicas: %d, availableReplicas: %d}}`, gen, tgen, observed, ready, ready, ready, ready)
+// memberDeployment is a member Deployment rendered from generation tgen of the template with
+// UID uid, at member generation gen, whose controller observed generation observed.
+func memberDeployment(uid string, tgen, gen, observed, ready int) string {
+	return fmt.Sprintf(`{apiVersion: apps/v1, kind: Deployment, metadata: {name: d, generation: %d,
+		annotations: {resourcetemplate.karmada.io/generation: "%d", resourcetemplate.karmada.io/uid: %s}},
+		status: {observedGeneration: %d, replicas: %d, readyReplicas: %d, updatedReplicas: %d, availableReplicas: %d}}`,
+		gen, tgen, uid, observed, ready, ready, ready, ready)
 }
 
 func TestAggregateDeploymentGenerations(t *testing.T) {
-	// The template is at generation 5; its status last said observedGeneration 4.
-	template := fromYAML(t, `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d, generation: 5}, status: {observedGeneration: 4}}`)
-	fresh := template.DeepCopy()
-	unstructured.RemoveNestedField(fresh.Object, "status")
+	// The template is at generation 5. The host's Deployment controller has observed it,
+	// which says nothing about the members.
+	template := fromYAML(t, `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d, uid: t1, generation: 5}, status: {observedGeneration: 5}}`)
+	const sums = `replicas: 3, readyReplicas: 3, updatedReplicas: 3, availableReplicas: 3, unavailableReplicas: 0`
 
 	tests := []struct {
-		name     string
-		template *unstructured.Unstructured
-		items    []workv1alpha2.AggregatedStatusItem
-		want     string
+		name  string
+		items []workv1alpha2.AggregatedStatusItem
+		want  string
 	}{
 		{
-			name:     "every member rolled out generation 5",
-			template: template,
+			name: "every member rolled out generation 5",
 			items: []workv1alpha2.AggregatedStatusItem{
-				item(t, "m1", true, memberDeployment(5, 3, 3, 1)),
-				item(t, "m2", true, memberDeployment(5, 8, 8, 2)),
+				item(t, "m1", true, memberDeployment("t1", 5, 3, 3, 1)),
+				item(t, "m2", true, memberDeployment("t1", 5, 8, 8, 2)),
 			},
-			want: `{observedGeneration: 5, replicas: 3, readyReplicas: 3, updatedReplicas: 3, availableReplicas: 3, unavailableReplicas: 0}`,
+			want: `{observedGeneration: 5, ` + sums + `}`,
 		},
 		{
-			name:     "a member still reports the object of template generation 4",
-			template: template,
+			name: "a member still runs the object of template generation 4",
 			items: []workv1alpha2.AggregatedStatusItem{
-				item(t, "m1", true, memberDeployment(5, 3, 3, 1)),
-				item(t, "m2", true, memberDeployment(4, 7, 7, 2)),
+				item(t, "m1", true, memberDeployment("t1", 5, 3, 3, 1)),
+				item(t, "m2", true, memberDeployment("t1", 4, 7, 7, 2)),
 			},
-			want: `{observedGeneration: 4, replicas: 3, readyReplicas: 3, updatedReplicas: 3, availableReplicas: 3, unavailableReplicas: 0}`,
+			want: `{observedGeneration: 4, ` + sums + `}`,
 		},
 		{
-			name:     "a member's controller has not observed the new object yet",
-			template: template,
+			name: "a member's controller has not observed the new object yet",
 			items: []workv1alpha2.AggregatedStatusItem{
-				item(t, "m1", true, memberDeployment(5, 3, 2, 1)),
-				item(t, "m2", true, memberDeployment(5, 8, 8, 2)),
+				item(t, "m1", true, memberDeployment("t1", 5, 3, 2, 1)),
+				item(t, "m2", true, memberDeployment("t1", 5, 8, 8, 2)),
 			},
-			want: `{observedGeneration: 4, replicas: 3, readyReplicas: 3, updatedReplicas: 3, availableReplicas: 3, unavailableReplicas: 0}`,
+			want: `{` + sums + `}`,
 		},
 		{
-			name:     "a member not applied",
-			template: template,
+			name: "a member not applied",
 			items: []workv1alpha2.AggregatedStatusItem{
-				item(t, "m1", true, memberDeployment(5, 3, 3, 1)),
-				item(t, "m2", false, memberDeployment(5, 8, 8, 2)),
+				item(t, "m1", true, memberDeployment("t1", 5, 3, 3, 1)),
+				item(t, "m2", false, memberDeployment("t1", 5, 8, 8, 2)),
 			},
-			want: `{observedGeneration: 4, replicas: 3, readyReplicas: 3, updatedReplicas: 3, availableReplicas: 3, unavailableReplicas: 0}`,
+			want: `{` + sums + `}`,
 		},
 		{
-			name:     "a member without status yet",
-			template: template,
+			name: "a member without status yet",
 			items: []workv1alpha2.AggregatedStatusItem{
-				item(t, "m1", true, memberDeployment(5, 3, 3, 1)),
+				item(t, "m1", true, memberDeployment("t1", 5, 3, 3, 3)),
 				{ClusterName: "m2", Applied: true},
 			},
-			want: `{observedGeneration: 4, replicas: 1, readyReplicas: 1, updatedReplicas: 1, availableReplicas: 1, unavailableReplicas: 0}`,
+			want: `{` + sums + `}`,
 		},
 		{
-			name:     "a member object without the template generation annotation",
-			template: fresh,
+			name: "a member object of a deleted template of the same name",
 			items: []workv1alpha2.AggregatedStatusItem{
-				item(t, "m1", true, `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d, generation: 1}, status: {observedGeneration: 1, replicas: 1}}`),
+				item(t, "m1", true, memberDeployment("t1", 5, 3, 3, 1)),
+				item(t, "m2", true, memberDeployment("t0", 5, 8, 8, 2)),
 			},
-			want: `{replicas: 1, readyReplicas: 0, updatedReplicas: 0, availableReplicas: 0, unavailableReplicas: 0}`,
+			want: `{` + sums + `}`,
 		},
 		{
-			name:     "no members: nothing is rolled out",
-			template: fresh,
-			want:     `{replicas: 0, readyReplicas: 0, updatedReplicas: 0, availableReplicas: 0, unavailableReplicas: 0}`,
+			name: "a member ahead of the template's generation",
+			items: []workv1alpha2.AggregatedStatusItem{
+				item(t, "m1", true, memberDeployment("t1", 9, 3, 3, 3)),
+			},
+			want: `{` + sums + `}`,
+		},
+		{
+			name: "a member object without the template annotations",
+			items: []workv1alpha2.AggregatedStatusItem{
+				item(t, "m1", true, `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d, generation: 1}, status: {observedGeneration: 1, replicas: 3, readyReplicas: 3, updatedReplicas: 3, availableReplicas: 3}}`),
+			},
+			want: `{` + sums + `}`,
+		},
+		{
+			name: "no members: nothing is rolled out",
+			want: `{replicas: 0, readyReplicas: 0, updatedReplicas: 0, availableReplicas: 0, unavailableReplicas: 0}`,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Interpreter{}.AggregateStatus(tt.template, tt.items)
+			got, err := Interpreter{}.AggregateStatus(template, tt.items)
 			if err != nil {
 				t.Fatal(err)
 			}

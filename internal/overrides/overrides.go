@@ -14,6 +14,7 @@ package overrides
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -53,6 +54,9 @@ type AppliedOverrider struct {
 func Apply(template *unstructured.Unstructured, cluster *clusterv1alpha1.Cluster,
 	clusterPolicies []policyv1alpha1.ClusterOverridePolicy, policies []policyv1alpha1.OverridePolicy,
 ) (*unstructured.Unstructured, map[string]string, error) {
+	if template == nil || cluster == nil {
+		return nil, nil, errors.New("overrides: a template and a cluster are required")
+	}
 	selected, err := selectPolicies(template, clusterPolicies, policies)
 	if err != nil {
 		return nil, nil, err
