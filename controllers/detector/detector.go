@@ -98,7 +98,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 		if err := r.unclaim(ctx, tmpl); err != nil {
 			return ctrl.Result{}, err
 		}
-		if _, already := r.warned.LoadOrStore(key, struct{}{}); !already {
+		// Cluster-scoped objects are all candidates for ClusterPropagationPolicies; only the
+		// templates of opted-in namespaces are expected to propagate, so only they are warned.
+		if _, already := r.warned.LoadOrStore(key, struct{}{}); !already && tmpl.Namespace != "" {
 			r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, wellknown.EventReasonNoPolicyMatch, "Propagate", wellknown.MessageNoPolicyMatch)
 		}
 		return ctrl.Result{}, nil

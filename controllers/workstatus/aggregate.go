@@ -26,6 +26,9 @@ import (
 	"github.com/flotilla-io/flotilla/internal/bindings"
 )
 
+// AggregateFieldOwner is the field manager of status.aggregatedStatus and FullyApplied.
+const AggregateFieldOwner = "flotilla-binding-status"
+
 // AggregateReconciler writes a binding's status from its Works.
 type AggregateReconciler struct {
 	Client     client.Client
@@ -75,8 +78,6 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return 0
 	})
 
-	before := rb.DeepCopyObject().(client.Object)
-	status.AggregatedStatus = items
 	cond := metav1.Condition{Type: wellknown.ConditionFullyApplied, ObservedGeneration: rb.GetGeneration()}
 	switch {
 	case len(spec.Clusters) == 0:
@@ -87,14 +88,17 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		cond.Status, cond.Reason = metav1.ConditionFalse, wellknown.ReasonNotFullyApplied
 		cond.Message = fmt.Sprintf("Not applied on %d of %d clusters: %v", len(notApplied), len(spec.Clusters), notApplied)
 	}
-	meta.SetStatusCondition(&status.Conditions, cond)
-	if equality.Semantic.DeepEqual(before, rb) {
+	if bindings.ConditionCurrent(status.Conditions, cond) && equality.Semantic.DeepEqual(status.AggregatedStatus, items) {
 		return ctrl.Result{}, nil
 	}
-	if err := r.Client.Status().Patch(ctx, rb, client.MergeFrom(before)); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	wasApplied := meta.IsStatusConditionTrue(status.Conditions, wellknown.ConditionFullyApplied)
+	if err := bindings.ApplyStatus(ctx, r.Client, rb, AggregateFieldOwner, map[string]any{
+		"conditions":       []metav1.Condition{bindings.Condition(status.Conditions, cond)},
+		"aggregatedStatus": items,
+	}); err != nil {
+		return ctrl.Result{}, err
 	}
-	if cond.Status == metav1.ConditionTrue && !meta.IsStatusConditionTrue(bindings.Status(before).Conditions, wellknown.ConditionFullyApplied) {
+	if cond.Status == metav1.ConditionTrue && !wasApplied {
 		r.Recorder.Eventf(rb, nil, corev1.EventTypeNormal, wellknown.EventReasonAggregateStatusSucceed, "Aggregate",
 			"Update resourceBinding(%s) with AggregatedStatus successfully", req.String())
 	}
