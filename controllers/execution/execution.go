@@ -53,6 +53,9 @@ type appliedState struct {
 	workGeneration   int64
 	memberGeneration int64
 	memberUID        types.UID
+	// memberResourceVersion stands in for the generation of kinds that have none
+	// (ConfigMaps, Secrets, Services...), where any change is someone else's.
+	memberResourceVersion string
 }
 
 // +kubebuilder:rbac:groups=work.karmada.io,resources=works,verbs=get;list;watch;update;patch
@@ -150,8 +153,13 @@ func (r *Reconciler) upToDate(ctx context.Context, m *member.Member, work *workv
 	if err := m.Cached().Get(ctx, client.ObjectKeyFromObject(objs[0]), cur); err != nil {
 		return false
 	}
-	return cur.GetUID() == st.memberUID && cur.GetGeneration() == st.memberGeneration &&
-		cur.GetLabels()[wellknown.ManagedLabel] == wellknown.ManagedLabelValue
+	if cur.GetUID() != st.memberUID || cur.GetLabels()[wellknown.ManagedLabel] != wellknown.ManagedLabelValue {
+		return false
+	}
+	if st.memberGeneration == 0 {
+		return cur.GetResourceVersion() == st.memberResourceVersion
+	}
+	return cur.GetGeneration() == st.memberGeneration
 }
 
 func (r *Reconciler) remember(ctx context.Context, m *member.Member, work *workv1alpha1.Work, objs []*unstructured.Unstructured) {
@@ -159,7 +167,8 @@ func (r *Reconciler) remember(ctx context.Context, m *member.Member, work *workv
 		return
 	}
 	r.applied.Store(work.UID, appliedState{workGeneration: work.Generation,
-		memberGeneration: objs[0].GetGeneration(), memberUID: objs[0].GetUID()})
+		memberGeneration: objs[0].GetGeneration(), memberUID: objs[0].GetUID(),
+		memberResourceVersion: objs[0].GetResourceVersion()})
 }
 
 type conflictError struct{ msg string }
@@ -185,6 +194,7 @@ func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Mem
 	}
 	obj.SetGeneration(applied.GetGeneration())
 	obj.SetUID(applied.GetUID())
+	obj.SetResourceVersion(applied.GetResourceVersion())
 	return nil
 }
 

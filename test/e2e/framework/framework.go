@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -167,6 +168,8 @@ func (e *Env) ManagerConfig(ctx context.Context) (*rest.Config, error) {
 type Manager struct {
 	cancel context.CancelFunc
 	done   chan error
+	once   sync.Once
+	err    error
 }
 
 // StartManager starts a manager against the host with cfg, wired by controllers.Setup.
@@ -196,10 +199,13 @@ func StartManager(cfg *rest.Config, opts controllers.Options, leaderElection boo
 	return m, nil
 }
 
-// Stop stops the manager and waits for it.
+// Stop stops the manager and waits for it. It may be called more than once.
 func (m *Manager) Stop() error {
-	m.cancel()
-	return <-m.done
+	m.once.Do(func() {
+		m.cancel()
+		m.err = <-m.done
+	})
+	return m.err
 }
 
 // Apply creates or updates every object of a multi-document YAML file with server-side
