@@ -6,7 +6,6 @@
 package framework
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,8 +21,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -37,6 +34,7 @@ import (
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	"github.com/flotilla-io/flotilla/controllers"
 	"github.com/flotilla-io/flotilla/internal/localcluster"
+	"github.com/flotilla-io/flotilla/internal/manifest"
 )
 
 // ManagerServiceAccount is the ServiceAccount the manager runs as, as in config/manager.
@@ -211,24 +209,6 @@ func (m *Manager) Stop() error {
 // Apply creates or updates every object of a multi-document YAML file with server-side
 // apply, as `kubectl apply --server-side` would.
 func Apply(ctx context.Context, c client.Client, path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
-			return fmt.Errorf("%s: apply %s %s: %w", path, u.GetKind(), u.GetName(), err)
-		}
-	}
+	_, err := manifest.ApplyFile(ctx, c, path, "e2e")
+	return err
 }
