@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -322,6 +323,9 @@ func (r *Reconciler) setOverridden(ctx context.Context, rb client.Object, render
 	}
 	if bindings.ConditionCurrent(status.Conditions, cond) {
 		return nil
+	}
+	if renderErr == nil && meta.FindStatusCondition(status.Conditions, cond.Type) == nil {
+		return nil // success is the default; the condition is written once something failed
 	}
 	if renderErr != nil {
 		r.Recorder.Eventf(rb, nil, corev1.EventTypeWarning, wellknown.EventReasonApplyOverrideFailed, "Override", "%s", cond.Message)

@@ -365,6 +365,8 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 		l := desired.GetLabels()
 		l[idLabel] = string(newUUID())
 		desired.SetLabels(l)
+		// The binding controller's finalizer, set now to save it a write.
+		desired.SetFinalizers([]string{wellknown.BindingControllerFinalizer})
 		if err := r.Client.Create(ctx, desired); err != nil {
 			return false, err
 		}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -36,11 +37,18 @@ import (
 // FieldOwner is the field manager of the Applied condition on Works.
 const FieldOwner = "flotilla-execution"
 
+// StatusInterpreter reads status and health from member objects.
+type StatusInterpreter interface {
+	ReflectStatus(obj *unstructured.Unstructured) (*runtime.RawExtension, error)
+	Health(obj *unstructured.Unstructured) workv1alpha1.ResourceHealth
+}
+
 // Reconciler applies Works.
 type Reconciler struct {
-	Client   client.Client
-	Members  *member.Manager
-	Recorder events.EventRecorder
+	Client      client.Client
+	Members     *member.Manager
+	Recorder    events.EventRecorder
+	Interpreter StatusInterpreter
 
 	// applied remembers, per Work, the Work generation and member object generation of the
 	// last apply, so events that change nothing do not cause another apply.
@@ -104,8 +112,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.upToDate(ctx, m, work, objs) {
 		return ctrl.Result{}, nil
 	}
+	applied := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, obj := range objs {
-		if err := r.applyOne(ctx, cluster, m, obj); err != nil {
+		out, err := r.applyOne(ctx, cluster, m, obj)
+		if err != nil {
 			var c *conflictError
 			if errors.As(err, &c) {
 				r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkFailed, "Apply", "%v", err)
@@ -119,9 +129,42 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 			return ctrl.Result{}, err
 		}
+		applied = append(applied, out)
 	}
 	r.remember(ctx, m, work, objs)
-	return ctrl.Result{}, r.setApplied(ctx, work, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful, "Manifest is applied in the member cluster")
+	// The first manifest statuses come from the apply's answer, in the same write as the
+	// condition; the work-status controller keeps them current afterwards.
+	var statuses []workv1alpha1.ManifestStatus
+	if len(work.Status.ManifestStatuses) == 0 && r.Interpreter != nil {
+		statuses = ManifestStatuses(m.Mapper, r.Interpreter, applied)
+	}
+	return ctrl.Result{}, r.setApplied(ctx, work, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful, "Manifest is applied in the member cluster", statuses...)
+}
+
+// ManifestStatuses reflects the status and health of member objects, in manifest order.
+// Objects whose kind the member does not map are left out.
+func ManifestStatuses(mapper meta.RESTMapper, interp StatusInterpreter, objs []*unstructured.Unstructured) []workv1alpha1.ManifestStatus {
+	out := make([]workv1alpha1.ManifestStatus, 0, len(objs))
+	for i, obj := range objs {
+		if obj == nil {
+			continue
+		}
+		gvk := obj.GroupVersionKind()
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			continue
+		}
+		ms := workv1alpha1.ManifestStatus{
+			Identifier: workv1alpha1.ResourceIdentifier{Ordinal: i, Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
+				Resource: mapping.Resource.Resource, Namespace: obj.GetNamespace(), Name: obj.GetName()},
+			Health: interp.Health(obj),
+		}
+		if st, err := interp.ReflectStatus(obj); err == nil {
+			ms.Status = st
+		}
+		out = append(out, ms)
+	}
+	return out
 }
 
 // manifests decodes the Work's manifests.
@@ -176,26 +219,26 @@ type conflictError struct{ msg string }
 func (e *conflictError) Error() string { return e.msg }
 
 // applyOne server-side applies one manifest, after making sure its namespace exists and that
-// it does not take over an object someone else manages. On success obj holds the member's
-// answer.
-func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Member, obj *unstructured.Unstructured) error {
+// it does not take over an object someone else manages. It returns the member's answer and
+// records its generation, UID and resourceVersion on obj.
+func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Member, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	if ns := obj.GetNamespace(); ns != "" {
 		if err := r.ensureNamespace(ctx, cluster, m, ns); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := r.checkConflict(ctx, m, obj); err != nil {
-		return err
+		return nil, err
 	}
 	applied := obj.DeepCopy()
 	if err := m.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied),
 		client.FieldOwner(wellknown.FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply %s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
+		return nil, fmt.Errorf("apply %s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
 	}
 	obj.SetGeneration(applied.GetGeneration())
 	obj.SetUID(applied.GetUID())
 	obj.SetResourceVersion(applied.GetResourceVersion())
-	return nil
+	return applied, nil
 }
 
 // checkConflict fails when the object exists in the member without the managed label and the
@@ -311,9 +354,9 @@ func (r *Reconciler) clusterExists(ctx context.Context, name string) (bool, erro
 
 // setApplied records the Applied condition with server-side apply of just that condition,
 // and only when it changes.
-func (r *Reconciler) setApplied(ctx context.Context, work *workv1alpha1.Work, status metav1.ConditionStatus, reason, msg string) error {
+func (r *Reconciler) setApplied(ctx context.Context, work *workv1alpha1.Work, status metav1.ConditionStatus, reason, msg string, statuses ...workv1alpha1.ManifestStatus) error {
 	if c := meta.FindStatusCondition(work.Status.Conditions, wellknown.WorkConditionApplied); c != nil &&
-		c.Status == status && c.Reason == reason && c.Message == msg && c.ObservedGeneration == work.Generation {
+		c.Status == status && c.Reason == reason && c.Message == msg && c.ObservedGeneration == work.Generation && len(statuses) == 0 {
 		return nil
 	}
 	cond := metav1.Condition{Type: wellknown.WorkConditionApplied, Status: status, Reason: reason, Message: msg,
@@ -337,6 +380,15 @@ func (r *Reconciler) setApplied(ctx context.Context, work *workv1alpha1.Work, st
 	}
 	if err := unstructured.SetNestedSlice(ac.Object, []any{condMap}, "status", "conditions"); err != nil {
 		return err
+	}
+	if len(statuses) > 0 {
+		list, err := toSlice(statuses)
+		if err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedSlice(ac.Object, list, "status", "manifestStatuses"); err != nil {
+			return err
+		}
 	}
 	err = r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(ac), client.FieldOwner(FieldOwner), client.ForceOwnership)
 	return client.IgnoreNotFound(err)

@@ -59,6 +59,11 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 	}
 
+	if inFlight(spec, works) {
+		// A Work is being created or applied; its next event brings the binding back, so
+		// intermediate states are not written.
+		return ctrl.Result{}, nil
+	}
 	items := make([]workv1alpha2.AggregatedStatusItem, 0, len(spec.Clusters))
 	var notApplied []string
 	for _, tc := range spec.Clusters {
@@ -103,6 +108,28 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			"Update resourceBinding(%s) with AggregatedStatus successfully", req.String())
 	}
 	return ctrl.Result{}, nil
+}
+
+// inFlight reports whether some scheduled cluster's Work is about to change: not created yet
+// (and not held back by suspension), or not yet applied at its current generation.
+func inFlight(spec *workv1alpha2.ResourceBindingSpec, works map[string]*workv1alpha1.Work) bool {
+	for _, tc := range spec.Clusters {
+		w := works[tc.Name]
+		if w == nil {
+			if !bindings.DispatchSuspended(spec, tc.Name) {
+				return true
+			}
+			continue
+		}
+		if ptr.Deref(w.Spec.SuspendDispatching, false) {
+			continue
+		}
+		c := meta.FindStatusCondition(w.Status.Conditions, wellknown.WorkConditionApplied)
+		if c == nil || c.ObservedGeneration != w.Generation {
+			return true
+		}
+	}
+	return false
 }
 
 // aggregatedItem is one cluster's entry, and whether its Work is applied for the Work's
