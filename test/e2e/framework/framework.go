@@ -56,9 +56,14 @@ type Env struct {
 // StartFleet starts a host with its own controller-manager and the given members, with the
 // CRDs installed in the host.
 func StartFleet(ctx context.Context, members []localcluster.MemberOptions, log io.Writer) (*Env, error) {
+	return StartFleetWith(ctx, localcluster.Options{ControllerManager: true}, members, log)
+}
+
+// StartFleetWith starts a fleet with the given host options.
+func StartFleetWith(ctx context.Context, host localcluster.Options, members []localcluster.MemberOptions, log io.Writer) (*Env, error) {
 	f, err := localcluster.StartFleet(ctx, localcluster.FleetOptions{
 		CRDDir:  filepath.Join(RepoRoot(), "config", "crd", "bases"),
-		Host:    localcluster.Options{ControllerManager: true},
+		Host:    host,
 		Members: members,
 		Log:     log,
 	})
@@ -117,6 +122,17 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 		return err
 	}
 	return nil
+}
+
+// ManagerKubeconfig writes a kubeconfig for the manager's ServiceAccount (see ManagerConfig)
+// into dir and returns its path.
+func (e *Env) ManagerKubeconfig(ctx context.Context, dir string) (string, error) {
+	cfg, err := e.ManagerConfig(ctx)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "manager.kubeconfig")
+	return path, os.WriteFile(path, e.Fleet.Host.Kubeconfig(ManagerServiceAccount, cfg.BearerToken), 0o600)
 }
 
 // ManagerConfig installs config/rbac's ClusterRole, a ServiceAccount and a binding in the
