@@ -30,6 +30,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
@@ -48,6 +50,8 @@ import (
 const (
 	// ControllerName names the controller, its logger and its events.
 	ControllerName = "cluster"
+	// FieldOwner is the field manager of the Cluster status the controller applies.
+	FieldOwner = "flotilla-cluster"
 
 	// DefaultProbeInterval is how often a member is probed. With the member manager's
 	// default FailureThreshold of 3, an apiserver that stops answering is reported within
@@ -130,6 +134,8 @@ type memberState struct {
 	collectedGeneration int64
 	// healthy is the health seen by the previous reconcile.
 	healthy bool
+	// readiness is the Ready status last reported in an event.
+	readiness metav1.ConditionStatus
 }
 
 // +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters,verbs=get;list;watch;update;patch
@@ -180,7 +186,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.syncTaints(ctx, cluster, ready.Status); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.writeStatus(ctx, cluster, status, ready); err != nil {
+	if err := r.writeStatus(ctx, cluster, st, status, ready); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: r.opts.ProbeInterval}, nil
@@ -375,28 +381,46 @@ func taintKeys(taints []corev1.Taint) string {
 	return strings.Join(keys, ", ")
 }
 
-// writeStatus sets the Ready condition into status and patches the Cluster's status once,
-// when anything changed. It records an event when Ready changes.
-func (r *Reconciler) writeStatus(ctx context.Context, cluster *clusterv1alpha1.Cluster, status *clusterv1alpha1.ClusterStatus, ready metav1.Condition) error {
-	prev := meta.FindStatusCondition(cluster.Status.Conditions, wellknown.ClusterConditionReady)
+// writeStatus sets the Ready condition into status and, when anything changed, applies the
+// whole status with server-side apply: what the controller no longer reports (a resource
+// that left the summary) is removed even if the cache it compared with was behind. It
+// records an event when Ready changes.
+func (r *Reconciler) writeStatus(ctx context.Context, cluster *clusterv1alpha1.Cluster, st *memberState, status *clusterv1alpha1.ClusterStatus, ready metav1.Condition) error {
 	ready.ObservedGeneration = cluster.Generation
 	ready.LastTransitionTime = metav1.NewTime(r.Clock.Now())
 	meta.SetStatusCondition(&status.Conditions, ready)
-	if equality.Semantic.DeepEqual(&cluster.Status, status) {
-		return nil
+	if !equality.Semantic.DeepEqual(&cluster.Status, status) {
+		if err := r.applyStatus(ctx, cluster.Name, status); err != nil {
+			return fmt.Errorf("update status: %w", err)
+		}
 	}
-	patch := client.MergeFrom(cluster.DeepCopy())
-	cluster.Status = *status
-	if err := r.Client.Status().Patch(ctx, cluster, patch); err != nil {
-		return fmt.Errorf("update status: %w", err)
-	}
-	if prev == nil || prev.Status != ready.Status {
-		r.recordReadiness(ctx, cluster, ready)
-	}
+	r.reportReadiness(ctx, cluster, st, ready)
 	return nil
 }
 
-func (r *Reconciler) recordReadiness(ctx context.Context, cluster *clusterv1alpha1.Cluster, ready metav1.Condition) {
+func (r *Reconciler) applyStatus(ctx context.Context, name string, status *clusterv1alpha1.ClusterStatus) error {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(status)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": content}}
+	u.SetGroupVersionKind(clusterv1alpha1.GroupVersion.WithKind("Cluster"))
+	u.SetName(name)
+	return r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
+}
+
+// reportReadiness logs and records an event when Ready changes. It compares with what it
+// reported last rather than with the cache, which may not have seen the last write yet.
+func (r *Reconciler) reportReadiness(ctx context.Context, cluster *clusterv1alpha1.Cluster, st *memberState, ready metav1.Condition) {
+	if st.readiness == "" {
+		if c := meta.FindStatusCondition(cluster.Status.Conditions, wellknown.ClusterConditionReady); c != nil {
+			st.readiness = c.Status
+		}
+	}
+	if st.readiness == ready.Status {
+		return
+	}
+	st.readiness = ready.Status
 	ctrl.LoggerFrom(ctx).Info("Member cluster readiness changed", "Ready", ready.Status, "reason", ready.Reason, "message", ready.Message)
 	if ready.Status == metav1.ConditionTrue {
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeNormal, wellknown.EventReasonClusterReady, "Probe", "%s", ready.Message)

@@ -83,7 +83,7 @@ func explain(err error) string {
 			"rotate it with `kubectl flotilla join <cluster> --cluster-kubeconfig <member kubeconfig>`", err)
 	case apierrors.IsForbidden(err):
 		return fmt.Sprintf("the control plane's ServiceAccount may not read /readyz (403 Forbidden): %v; "+
-			"re-run `kubectl flotilla join` to restore its ClusterRole", err)
+			"a starting apiserver answers so until it has loaded its RBAC rules, otherwise re-run `kubectl flotilla join <cluster>` to restore its ClusterRole", err)
 	}
 	return err.Error()
 }
