@@ -99,7 +99,7 @@ func (g *generated) prebuilt() Listers {
 
 // BenchmarkSummarize measures one status collection over a big member without the
 // apiserver: effective requests, quantity sums and grading over pages that are already
-// decoded. BenchmarkCollectStatus in controllers/cluster measures it against a real one.
+// decoded. The "scale" spec of controllers/cluster measures it against a real apiserver.
 //
 //	go test ./internal/clusterstatus -run '^$' -bench Summarize -benchmem
 func BenchmarkSummarize(b *testing.B) {
