@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -35,7 +36,7 @@ var _ = Describe("Member clusters", Ordered, func() {
 
 	BeforeAll(func(ctx SpecContext) {
 		m1, m2, m3 = fleet.Members[0], fleet.Members[1], fleet.Members[2]
-		for i, m := range fleet.Members {
+		for i, m := range fleet.Members[:3] {
 			o := fleet.MemberOptions[i]
 			res, err := join.Join(ctx, join.Options{
 				Name: m.Name, Host: fleet.Host.RESTConfig(), Member: m.RESTConfig(),
@@ -47,7 +48,7 @@ var _ = Describe("Member clusters", Ordered, func() {
 	})
 
 	It("makes every joined member Ready, with its identity, version and APIs", func(ctx SpecContext) {
-		for i, m := range fleet.Members {
+		for i, m := range fleet.Members[:3] {
 			version, err := kube(m).Discovery().ServerVersion()
 			Expect(err).NotTo(HaveOccurred())
 			kubeSystem, err := kube(m).CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
@@ -417,3 +418,50 @@ func closedPort() int {
 	Expect(l.Close()).To(Succeed())
 	return port
 }
+
+var _ = Describe("A member that runs workloads", func() {
+	It("reports its real Nodes, and the requests of the Pods its scheduler placed or could not place", func(ctx SpecContext) {
+		m := fleet.Member(fullMember)
+		_, err := join.Join(ctx, join.Options{Name: m.Name, Host: fleet.Host.RESTConfig(), Member: m.RESTConfig()})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) {
+			_, err := join.Unjoin(ctx, join.UnjoinOptions{Name: m.Name, Host: fleet.Host.RESTConfig(), Member: m.RESTConfig()})
+			Expect(err).NotTo(HaveOccurred())
+		})
+
+		// Two kwok Nodes of localcluster.DefaultNodeCapacity: 8 CPUs, 32Gi, 110 Pods each.
+		Eventually(func(g Gomega) {
+			c := getCluster(ctx, g, m.Name)
+			g.Expect(ready(c)).To(HaveField("Status", metav1.ConditionTrue))
+			g.Expect(c.Status.NodeSummary).To(Equal(&clusterv1alpha1.NodeSummary{TotalNum: 2, ReadyNum: 2}))
+			g.Expect(c.Status.ResourceSummary).NotTo(BeNil())
+			g.Expect(c.Status.ResourceSummary.Allocatable).To(equalResources(resources("cpu", "16", "memory", "64Gi", "pods", "220")))
+		}).Should(Succeed())
+
+		cs := kube(m)
+		deploy := func(name string, replicas int32, requests corev1.ResourceList) {
+			labels := map[string]string{"app": name}
+			_, err := cs.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, &appsv1.Deployment{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: appsv1.DeploymentSpec{
+					Replicas: ptr.To(replicas),
+					Selector: &metav1.LabelSelector{MatchLabels: labels},
+					Template: corev1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: labels},
+						Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+							Resources: corev1.ResourceRequirements{Requests: requests}}}},
+					},
+				},
+			}, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		deploy("web", 3, resources("cpu", "1", "memory", "1Gi"))
+		deploy("too-big", 1, resources("cpu", "100"))
+
+		Eventually(func(g Gomega) {
+			rs := getCluster(ctx, g, m.Name).Status.ResourceSummary
+			g.Expect(rs.Allocated).To(equalResources(resources("cpu", "3", "memory", "3Gi", "pods", "3")))
+			g.Expect(rs.Allocating).To(equalResources(resources("cpu", "100", "pods", "1")))
+		}).Within(time.Minute).Should(Succeed())
+	})
+})

@@ -22,13 +22,18 @@ import (
 )
 
 // The suite runs the cluster controller alone, in-process, against a local fleet: a host
-// with the CRDs and a kube-controller-manager (so that deleted namespaces go away) and three
-// apiserver-only members. Intervals are short so that health changes show within seconds.
+// with the CRDs and a kube-controller-manager (so that deleted namespaces go away), three
+// apiserver-only members and one full member (controller manager, scheduler and kwok Nodes)
+// whose Pods really get scheduled. Intervals are short so that health changes show within
+// seconds.
 const (
 	probeInterval    = time.Second
 	statusInterval   = 2 * time.Second
 	failureThreshold = 3
 	probeTimeout     = 2 * time.Second
+
+	// fullMember is the member that schedules and runs Pods (on kwok's fake Nodes).
+	fullMember = "full"
 
 	// notReadyWithin is how soon a member whose apiserver stopped must be reported:
 	// failureThreshold probes, one interval apart, each failing at once (connection
@@ -47,7 +52,7 @@ var (
 
 func TestClusterController(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a host and three member apiservers")
+		t.Skip("starts a host and four member clusters")
 	}
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "Cluster controller suite")
@@ -60,10 +65,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	var err error
 	fleet, err = localcluster.StartFleet(ctx, localcluster.FleetOptions{
-		CRDDir:  filepath.Join("..", "..", "config", "crd", "bases"),
-		Host:    localcluster.Options{ControllerManager: true},
-		Members: localcluster.DefaultMembers(3, false),
-		Log:     GinkgoWriter,
+		CRDDir: filepath.Join("..", "..", "config", "crd", "bases"),
+		Host:   localcluster.Options{ControllerManager: true},
+		Members: append(localcluster.DefaultMembers(3, false), localcluster.MemberOptions{
+			Options: localcluster.Options{Name: fullMember, Full: true}, Provider: "aws", Region: "eu-west-1", Zone: "eu-west-1a",
+		}),
+		Log: GinkgoWriter,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(fleet.Stop)
