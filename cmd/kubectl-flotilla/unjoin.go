@@ -46,11 +46,11 @@ are left in place, and listed.`,
 				return err
 			}
 			if len(res.Removed) == 0 {
-				fmt.Fprintf(out, "Cluster %s was not joined: nothing to remove in the host.\n", o.Name)
+				fmt.Fprintf(out, "Cluster %s is not joined: nothing to remove in the host.\n", o.Name)
 			}
-			if len(res.Left) > 0 {
-				fmt.Fprintf(out, "Left in the member (no --cluster-kubeconfig given); its token keeps working until they are deleted:\n")
-				for _, l := range res.Left {
+			if len(res.NotRemoved) > 0 {
+				fmt.Fprintf(out, "Not removed from the member (no --cluster-kubeconfig given); while they are there, the control plane's token keeps working:\n")
+				for _, l := range res.NotRemoved {
 					fmt.Fprintf(out, "  %s\n", l)
 				}
 				fmt.Fprintf(out, "Remove them with: kubectl flotilla unjoin %s --cluster-kubeconfig <member kubeconfig>\n", o.Name)

@@ -60,8 +60,10 @@ const (
 	// DefaultStatusInterval is how often a healthy member's version, APIs, nodes and
 	// resource summary are collected.
 	DefaultStatusInterval = 30 * time.Second
-	// DefaultWorkers is how many Clusters are reconciled at once.
-	DefaultWorkers = 4
+	// DefaultWorkers is how many Clusters are reconciled at once. A member that drops
+	// packets holds a worker for the member manager's ProbeTimeout; enough workers keep the
+	// other members probed on time.
+	DefaultWorkers = 8
 
 	// WorkDeletionPollInterval is how often a deleted Cluster checks whether its Works are
 	// gone.
@@ -168,6 +170,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if cluster.Spec.SyncMode != clusterv1alpha1.Push {
+		r.Members.Disconnect(cluster.Name) // in case it was Push before
+		r.forget(cluster.Name)
 		return ctrl.Result{}, nil
 	}
 

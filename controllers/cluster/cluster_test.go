@@ -253,7 +253,7 @@ var _ = Describe("Member clusters", Ordered, func() {
 		res, err := join.Unjoin(ctx, join.UnjoinOptions{Name: m2.Name, Host: fleet.Host.RESTConfig()})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Removed).To(ConsistOf("Cluster member2 (host)", "Secret flotilla-system/member2 (host)"))
-		Expect(res.Left).To(ConsistOf("ClusterRoleBinding flotilla-member2", "ClusterRole flotilla-member2",
+		Expect(res.NotRemoved).To(ConsistOf("ClusterRoleBinding flotilla-member2", "ClusterRole flotilla-member2",
 			"ServiceAccount flotilla-system/flotilla-member2"))
 		_, err = kube(m2).CoreV1().ServiceAccounts(wellknown.SystemNamespace).Get(ctx, wellknown.MemberAccessName(m2.Name), metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
@@ -271,7 +271,7 @@ var _ = Describe("Member clusters", Ordered, func() {
 
 		res, err := join.Unjoin(ctx, join.UnjoinOptions{Name: m3.Name, Host: fleet.Host.RESTConfig(), Member: m3.RESTConfig()})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(res.Left).To(BeEmpty())
+		Expect(res.NotRemoved).To(BeEmpty())
 		Expect(res.Removed).To(ContainElements("Cluster member3 (host)", "Secret flotilla-system/member3 (host)",
 			"ServiceAccount flotilla-system/flotilla-member3 (member)"))
 

@@ -147,8 +147,8 @@ func CheckJoinable(clusters []clusterv1alpha1.Cluster, name, memberID string) (*
 		}
 		switch {
 		case c.Spec.ID != "" && c.Spec.ID != memberID:
-			return nil, newError(ErrNameTaken, "a Cluster named %q already exists for another member (id %s, endpoint %s): "+
-				"choose another name, or `kubectl flotilla unjoin %s` first", name, c.Spec.ID, c.Spec.APIEndpoint, name)
+			return nil, newError(ErrNameTaken, "a Cluster named %q already exists for another member (id %s, endpoint %s; this one is id %s): "+
+				"choose another name, or `kubectl flotilla unjoin %s` first", name, c.Spec.ID, c.Spec.APIEndpoint, memberID, name)
 		case !c.DeletionTimestamp.IsZero():
 			return nil, newError(ErrNameTaken, "Cluster %q is being deleted: wait until it is gone, then join again", name)
 		}
@@ -157,7 +157,7 @@ func CheckJoinable(clusters []clusterv1alpha1.Cluster, name, memberID string) (*
 	for i := range clusters {
 		if c := &clusters[i]; c.Name != name && c.Spec.ID == memberID {
 			return nil, newError(ErrAlreadyJoined, "this member (id %s) is already joined as Cluster %q: "+
-				"run `kubectl flotilla join %s` to rotate its token, or `kubectl flotilla unjoin %s` before joining it under another name",
+				"run `kubectl flotilla join %s --cluster-kubeconfig <its kubeconfig>` to rotate its token, or `kubectl flotilla unjoin %s` before joining it under another name",
 				memberID, c.Name, c.Name, c.Name)
 		}
 	}

@@ -45,8 +45,9 @@ type UnjoinOptions struct {
 type UnjoinResult struct {
 	// Removed lists the objects deleted, as "Kind namespace/name (cluster)".
 	Removed []string
-	// Left lists the objects join made in the member that are still there.
-	Left []string
+	// NotRemoved lists what join makes in the member, when Unjoin had no member kubeconfig
+	// to remove it with. They may be gone already: Unjoin could not look.
+	NotRemoved []string
 }
 
 // Unjoin deletes the Cluster and waits until the cluster controller has let it go (its Works
@@ -112,7 +113,7 @@ func Unjoin(ctx context.Context, o UnjoinOptions) (*UnjoinResult, error) {
 	kinds := []string{"ClusterRoleBinding", "ClusterRole", "ServiceAccount"}
 	for i, obj := range inMember {
 		if member == nil {
-			res.Left = append(res.Left, kinds[i]+" "+describe(obj))
+			res.NotRemoved = append(res.NotRemoved, kinds[i]+" "+describe(obj))
 			continue
 		}
 		removed, err := remove(ctx, member.member, obj)
