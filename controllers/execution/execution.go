@@ -298,7 +298,7 @@ func (r *Reconciler) finalize(ctx context.Context, cluster string, work *workv1a
 				ctrl.LoggerFrom(ctx).Info("Member cluster unreachable; Work deletion waits for it", "Work", work.Name)
 				return nil
 			}
-			// The Cluster itself is gone: there is no member left to clean up.
+			// The Cluster is gone or going: there is no member left to clean up.
 		} else {
 			objs, err := manifests(work)
 			if err != nil {
@@ -339,8 +339,10 @@ func (r *Reconciler) deleteOne(ctx context.Context, m *member.Member, obj *unstr
 	return err
 }
 
-// clusterExists reports whether the Cluster object is still there and not being deleted
-// with its connection gone for good.
+// clusterExists reports whether the Cluster object is still there and not being deleted.
+// The cluster controller deletes a Cluster's Works before it lets the Cluster go, so a Work
+// of a deleted Cluster whose member is unreachable must be released rather than wait for a
+// member that will not come back.
 func (r *Reconciler) clusterExists(ctx context.Context, name string) (bool, error) {
 	c := &clusterv1alpha1.Cluster{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, c); err != nil {
@@ -349,7 +351,7 @@ func (r *Reconciler) clusterExists(ctx context.Context, name string) (bool, erro
 		}
 		return false, err
 	}
-	return true, nil
+	return c.DeletionTimestamp.IsZero(), nil
 }
 
 // setApplied records the Applied condition with server-side apply of just that condition,
