@@ -1,0 +1,176 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+)
+
+var nsCounter int
+
+func newNamespace(ctx context.Context) string {
+	nsCounter++
+	name := fmt.Sprintf("sched-%d", nsCounter)
+	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if !apierrors.IsAlreadyExists(err) {
+		Expect(err).NotTo(HaveOccurred())
+	}
+	return name
+}
+
+func weighted(names ...string) *policyv1alpha1.Placement {
+	var ws []policyv1alpha1.StaticClusterWeight
+	for _, n := range names {
+		ws = append(ws, policyv1alpha1.StaticClusterWeight{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{n}}, Weight: 10})
+	}
+	return &policyv1alpha1.Placement{
+		ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: names},
+		ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDivided,
+			ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceWeighted,
+			WeightPreference:          &policyv1alpha1.ClusterPreferences{StaticWeightList: ws}},
+	}
+}
+
+func newBinding(ns, name string, replicas int32, p *policyv1alpha1.Placement) *workv1alpha2.ResourceBinding {
+	return &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: workv1alpha2.ResourceBindingSpec{
+			Resource: workv1alpha2.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: name, UID: types.UID("uid-" + name)},
+			Replicas: replicas, Placement: p}}
+}
+
+func get(ctx context.Context, ns, name string) *workv1alpha2.ResourceBinding {
+	rb := &workv1alpha2.ResourceBinding{}
+	ExpectWithOffset(1, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, rb)).To(Succeed())
+	return rb
+}
+
+func replicasOf(rb *workv1alpha2.ResourceBinding) map[string]int32 {
+	out := map[string]int32{}
+	for _, tc := range rb.Spec.Clusters {
+		out[tc.Name] = tc.Replicas
+	}
+	return out
+}
+
+var _ = Describe("Scheduler reconciler", func() {
+	It("schedules the seed case, keeps the first two clusters on scale-up, and records its decision", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		Expect(c.Create(ctx, newBinding(ns, "pipy", 2, weighted("m1", "m2", "m3")))).To(Succeed())
+		var first map[string]int32
+		Eventually(func(g Gomega) {
+			rb := get(ctx, ns, "pipy")
+			first = replicasOf(rb)
+			g.Expect(first).To(HaveLen(2))
+			g.Expect(first).To(HaveEach(BeEquivalentTo(1)))
+			g.Expect(rb.Annotations).To(HaveKey(wellknown.AppliedPlacementAnnotation))
+			g.Expect(meta.IsStatusConditionTrue(rb.Status.Conditions, wellknown.ConditionScheduled)).To(BeTrue())
+			g.Expect(rb.Status.SchedulerObservedGeneration).To(Equal(rb.Generation))
+			g.Expect(rb.Status.LastScheduledTime).NotTo(BeNil())
+		}).WithContext(ctx).Should(Succeed())
+
+		rb := get(ctx, ns, "pipy")
+		rb.Spec.Replicas = 3
+		Expect(c.Update(ctx, rb)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := replicasOf(get(ctx, ns, "pipy"))
+			g.Expect(got).To(Equal(map[string]int32{"m1": 1, "m2": 1, "m3": 1}))
+		}).WithContext(ctx).Should(Succeed())
+		for n := range first {
+			Expect(replicasOf(get(ctx, ns, "pipy"))[n]).To(BeEquivalentTo(1))
+		}
+		Eventually(func(g Gomega) {
+			evs := &eventsv1.EventList{}
+			g.Expect(c.List(ctx, evs, client.InNamespace(ns))).To(Succeed())
+			var reasons []string
+			for _, e := range evs.Items {
+				reasons = append(reasons, e.Regarding.Kind+"/"+e.Reason)
+			}
+			g.Expect(reasons).To(ContainElements("ResourceBinding/"+wellknown.EventReasonScheduleBindingSucceed, "Deployment/"+wellknown.EventReasonScheduleBindingSucceed))
+		}).WithContext(ctx).Should(Succeed())
+	})
+
+	It("does not reschedule on unrelated updates", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		Expect(c.Create(ctx, newBinding(ns, "steady", 4, weighted("m1", "m2")))).To(Succeed())
+		var scheduledAt *metav1.Time
+		Eventually(func(g Gomega) {
+			rb := get(ctx, ns, "steady")
+			g.Expect(rb.Spec.Clusters).NotTo(BeEmpty())
+			g.Expect(rb.Status.LastScheduledTime).NotTo(BeNil())
+			scheduledAt = rb.Status.LastScheduledTime
+		}).WithContext(ctx).Should(Succeed())
+		rb := get(ctx, ns, "steady")
+		rb.Labels = map[string]string{"unrelated": "change"}
+		rb.Spec.ConflictResolution = policyv1alpha1.ConflictOverwrite
+		Expect(c.Update(ctx, rb)).To(Succeed())
+		Consistently(func() *metav1.Time { return get(ctx, ns, "steady").Status.LastScheduledTime }).
+			WithContext(ctx).WithTimeout(2e9).Should(Equal(scheduledAt))
+	})
+
+	It("reports why a binding is unschedulable, then schedules it when a cluster fits", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		p := &policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "platinum"}}}}
+		Expect(c.Create(ctx, newBinding(ns, "picky", 1, p))).To(Succeed())
+		Eventually(func(g Gomega) {
+			cond := meta.FindStatusCondition(get(ctx, ns, "picky").Status.Conditions, wellknown.ConditionScheduled)
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(cond.Reason).To(Equal(wellknown.ReasonBindingUnschedulable))
+			g.Expect(cond.Message).To(MatchRegexp(`0/\d+ clusters are available: \d+ did not match the cluster affinity`))
+		}).WithContext(ctx).Should(Succeed())
+
+		Expect(createCluster(ctx, c, "platinum-1", map[string]string{"tier": "platinum"})).To(Succeed())
+		Eventually(func() map[string]int32 { return replicasOf(get(ctx, ns, "picky")) }).WithContext(ctx).
+			Should(Equal(map[string]int32{"platinum-1": 1}))
+	})
+
+	It("leaves bindings of another scheduler alone, and pauses on suspension.scheduling", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		other := newBinding(ns, "other", 1, weighted("m1"))
+		other.Spec.SchedulerName = "my-scheduler"
+		Expect(c.Create(ctx, other)).To(Succeed())
+		paused := newBinding(ns, "paused", 1, weighted("m1"))
+		paused.Spec.Suspension = &workv1alpha2.Suspension{Scheduling: ptr.To(true)}
+		Expect(c.Create(ctx, paused)).To(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(get(ctx, ns, "other").Spec.Clusters).To(BeEmpty())
+			g.Expect(get(ctx, ns, "paused").Spec.Clusters).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(2e9).Should(Succeed())
+
+		rb := get(ctx, ns, "paused")
+		rb.Spec.Suspension = nil
+		Expect(c.Update(ctx, rb)).To(Succeed())
+		Eventually(func() map[string]int32 { return replicasOf(get(ctx, ns, "paused")) }).WithContext(ctx).
+			Should(Equal(map[string]int32{"m1": 1}))
+	})
+
+	It("moves a binding off a cluster with an untolerated NoExecute taint", func(ctx context.Context) {
+		Expect(createCluster(ctx, c, "tainted", nil)).To(Succeed())
+		ns := newNamespace(ctx)
+		p := &policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"tainted", "m1"}}}
+		Expect(c.Create(ctx, newBinding(ns, "evictable", 0, p))).To(Succeed())
+		Eventually(func() map[string]int32 { return replicasOf(get(ctx, ns, "evictable")) }).WithContext(ctx).
+			Should(HaveKey("tainted"))
+		cl := &clusterv1alpha1.Cluster{}
+		Expect(c.Get(ctx, types.NamespacedName{Name: "tainted"}, cl)).To(Succeed())
+		cl.Spec.Taints = []corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}}
+		Expect(c.Update(ctx, cl)).To(Succeed())
+		Eventually(func() map[string]int32 { return replicasOf(get(ctx, ns, "evictable")) }).WithContext(ctx).
+			Should(Equal(map[string]int32{"m1": 0}))
+	})
+})
