@@ -456,8 +456,8 @@ func TestChartValues(t *testing.T) {
 	t.Run("everything on", func(t *testing.T) {
 		objs := renderWith(t, "fleet", map[string]any{
 			"replicaCount": 2, "logLevel": "debug", "extraArgs": []any{"--concurrent-reconciles=16"},
-			"image":   map[string]any{"tag": "v9.9.9"},
-			"metrics": map[string]any{"port": 9090, "serviceMonitor": map[string]any{"enabled": true}},
+			"image":        map[string]any{"tag": "v9.9.9"},
+			"metrics":      map[string]any{"port": 9090, "serviceMonitor": map[string]any{"enabled": true}},
 			"nodeSelector": map[string]any{"pool": "system"}, "tolerations": []any{map[string]any{"key": "system", "operator": "Exists"}},
 		})
 		if len(OfKind(objs, "ServiceMonitor")) != 1 {
