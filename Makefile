@@ -52,16 +52,43 @@ verify: manifests generate ## Fail when generated files are stale or code is unf
 	go vet ./...
 
 .PHONY: test
-test: k8s-bins ## Unit and integration tests against real apiservers (binaries built on first run).
-	go test $(GO_TEST_FLAGS) ./... -timeout 30m
+test: k8s-bins ## Unit, integration and end-to-end tests against real apiservers (binaries built on first run).
+	go test $(GO_TEST_FLAGS) ./... -timeout 40m
 
 .PHONY: test-unit
 test-unit: ## Pure unit tests only (no apiserver).
-	go test $(GO_TEST_FLAGS) -short ./api/... ./internal/... -timeout 10m
+	go test $(GO_TEST_FLAGS) -short ./... -timeout 10m
+
+.PHONY: test-e2e
+test-e2e: k8s-bins ## End-to-end suite: both scenarios and the propagation rules on a local fleet of full members.
+	go test $(GO_TEST_FLAGS) ./test/e2e/... -timeout 20m -v -ginkgo.v
+
+.PHONY: bench
+bench: k8s-bins ## Benchmarks: scheduler cycles, and propagation of 1,000 Deployments onto 3 members (figures printed).
+	go test -run '^$$' -bench . -benchmem -benchtime 200x ./internal/scheduler/...
+	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/...
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 20s).
 	@hack/fuzz.sh $${FUZZTIME:-20s}
+
+##@ Local fleet and demo
+
+.PHONY: fleet-up
+fleet-up: k8s-bins build ## Start (or reuse) the local fleet: a host and 3 full members on 127.0.0.1, kubeconfigs in .fleet/.
+	$(LOCALBIN)/fleet up --members $${MEMBERS:-3} --full --dir $(FLEET_DIR) --crds config/crd/bases
+
+.PHONY: fleet-down
+fleet-down: ## Stop the local fleet and remove .fleet/.
+	@if [ -x $(LOCALBIN)/fleet ]; then $(LOCALBIN)/fleet down --dir $(FLEET_DIR); else go run ./cmd/fleet down --dir $(FLEET_DIR); fi
+
+.PHONY: demo
+demo: k8s-bins build ## Show the main job: fleet up, manager, join 3 members, play both scenarios. Leaves it running.
+	go run ./test/demo --dir $(notdir $(FLEET_DIR))
+
+.PHONY: demo-down
+demo-down: ## Stop the demo's manager and fleet.
+	go run ./test/demo --down --dir $(notdir $(FLEET_DIR))
 
 ##@ Build
 

@@ -11,6 +11,7 @@ require (
 	github.com/onsi/gomega v1.44.0
 	github.com/operator-framework/api v0.45.0
 	github.com/prometheus/client_golang v1.24.0
+	github.com/spf13/cobra v1.10.2
 	golang.org/x/sync v0.24.0
 	helm.sh/helm/v4 v4.3.1
 	k8s.io/api v0.37.2
@@ -83,7 +84,6 @@ require (
 	github.com/shopspring/decimal v1.4.0 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/spf13/cast v1.7.0 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/x448/float16 v0.8.4 // indirect

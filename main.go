@@ -60,8 +60,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a leader's Lease lasts without renewal.")
 	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps retrying to renew before it gives up leadership.")
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew the Lease.")
-	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 50, "Client-side QPS limit towards the host apiserver. The host's API Priority and Fairness protects it too.")
-	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100, "Client-side burst towards the host apiserver.")
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 100, "Client-side QPS limit towards the host apiserver. The host's API Priority and Fairness protects it too.")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 200, "Client-side burst towards the host apiserver.")
 	fs.DurationVar(&o.gracefulShutdownTime, "graceful-shutdown-timeout", 30*time.Second, "How long reconcilers get to finish on shutdown.")
 	d := controllers.DefaultOptions
 	fs.IntVar(&o.controllers.Workers, "concurrent-reconciles", d.Workers, "Concurrent reconciles per controller.")

@@ -113,7 +113,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		}
 	}
 	if err := (&execution.Reconciler{
-		Client: mgr.GetClient(), Members: members, Recorder: mgr.GetEventRecorder("execution-controller"),
+		Client: mgr.GetClient(), Members: members, Recorder: mgr.GetEventRecorder("execution-controller"), Interpreter: interp,
 	}).SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
 	}

@@ -23,6 +23,24 @@ const (
 // ExecutionNamespace returns the execution namespace of a member cluster.
 func ExecutionNamespace(cluster string) string { return ExecutionNamespacePrefix + cluster }
 
+// Member credentials. A Push Cluster's spec.secretRef names a host Secret with these keys
+// (Karmada's), written by join.
+const (
+	// SecretKeyToken holds the bearer token the control plane uses in the member.
+	SecretKeyToken = "token"
+	// SecretKeyCABundle holds the PEM CA bundle that signed the member apiserver's certificate.
+	SecretKeyCABundle = "caBundle"
+)
+
+// MemberAccessName is the name join gives, in the member and in SystemNamespace, to the
+// ServiceAccount, ClusterRole and ClusterRoleBinding through which the control plane acts on
+// the member joined as cluster: flotilla-<cluster>.
+func MemberAccessName(cluster string) string { return "flotilla-" + cluster }
+
+// JoinedClusterLabel marks what join created, in the member and in the host, with the name
+// of the Cluster it was created for.
+const JoinedClusterLabel = "flotilla.io/cluster"
+
 // Namespace opt-in.
 const (
 	// PropagationLabel opts a namespace in: objects created in a namespace labelled
@@ -154,6 +172,9 @@ const (
 	EventReasonWorkDispatching             = "WorkDispatching"
 	EventReasonCreateExecutionSpaceSucceed = "CreateExecutionSpaceSucceed"
 	EventReasonCreateExecutionSpaceFailed  = "CreateExecutionSpaceFailed"
+	EventReasonRemoveExecutionSpaceSucceed = "RemoveExecutionSpaceSucceed"
+	EventReasonRemoveExecutionSpaceFailed  = "RemoveExecutionSpaceFailed"
+	EventReasonCollectClusterStatusFailed  = "CollectClusterStatusFailed"
 	EventReasonTaintClusterSucceed         = "TaintClusterSucceed"
 	EventReasonClusterNotReady             = "ClusterNotReady"
 	EventReasonClusterReady                = "ClusterReady"

@@ -32,7 +32,7 @@ import (
 const (
 	defaultDir     = ".fleet"
 	defaultCRDDir  = "config/crd/bases"
-	defaultMembers = 2
+	defaultMembers = 3
 	upTimeout      = 5 * time.Minute
 	statusTimeout  = 10 * time.Second
 )

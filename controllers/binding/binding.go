@@ -42,6 +42,9 @@ type Interpreter interface {
 	ReviseReplicas(obj *unstructured.Unstructured, replicas int64) (*unstructured.Unstructured, error)
 }
 
+// FieldOwner is the field manager of the binding controller's status fields.
+const FieldOwner = "flotilla-binding"
+
 // Reconciler renders the Works of one kind of binding.
 type Reconciler struct {
 	Client      client.Client
@@ -318,16 +321,18 @@ func (r *Reconciler) setOverridden(ctx context.Context, rb client.Object, render
 		cond.Status, cond.Reason = metav1.ConditionFalse, wellknown.ReasonOverrideFailed
 		cond.Message = truncate(renderErr.Error(), 32*1024)
 	}
-	old := meta.FindStatusCondition(status.Conditions, cond.Type)
-	if old != nil && old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message && old.ObservedGeneration == cond.ObservedGeneration {
+	if bindings.ConditionCurrent(status.Conditions, cond) {
 		return nil
+	}
+	if renderErr == nil && meta.FindStatusCondition(status.Conditions, cond.Type) == nil {
+		return nil // success is the default; the condition is written once something failed
 	}
 	if renderErr != nil {
 		r.Recorder.Eventf(rb, nil, corev1.EventTypeWarning, wellknown.EventReasonApplyOverrideFailed, "Override", "%s", cond.Message)
 	}
-	before := rb.DeepCopyObject().(client.Object)
-	meta.SetStatusCondition(&status.Conditions, cond)
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, rb, client.MergeFrom(before)))
+	return bindings.ApplyStatus(ctx, r.Client, rb, FieldOwner, map[string]any{
+		"conditions": []metav1.Condition{bindings.Condition(status.Conditions, cond)},
+	})
 }
 
 func truncate(s string, n int) string {

@@ -98,7 +98,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 		if err := r.unclaim(ctx, tmpl); err != nil {
 			return ctrl.Result{}, err
 		}
-		if _, already := r.warned.LoadOrStore(key, struct{}{}); !already {
+		// Cluster-scoped objects are all candidates for ClusterPropagationPolicies; only the
+		// templates of opted-in namespaces are expected to propagate, so only they are warned.
+		if _, already := r.warned.LoadOrStore(key, struct{}{}); !already && tmpl.Namespace != "" {
 			r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, wellknown.EventReasonNoPolicyMatch, "Propagate", wellknown.MessageNoPolicyMatch)
 		}
 		return ctrl.Result{}, nil
@@ -363,6 +365,8 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 		l := desired.GetLabels()
 		l[idLabel] = string(newUUID())
 		desired.SetLabels(l)
+		// The binding controller's finalizer, set now to save it a write.
+		desired.SetFinalizers([]string{wellknown.BindingControllerFinalizer})
 		if err := r.Client.Create(ctx, desired); err != nil {
 			return false, err
 		}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -36,11 +37,18 @@ import (
 // FieldOwner is the field manager of the Applied condition on Works.
 const FieldOwner = "flotilla-execution"
 
+// StatusInterpreter reads status and health from member objects.
+type StatusInterpreter interface {
+	ReflectStatus(obj *unstructured.Unstructured) (*runtime.RawExtension, error)
+	Health(obj *unstructured.Unstructured) workv1alpha1.ResourceHealth
+}
+
 // Reconciler applies Works.
 type Reconciler struct {
-	Client   client.Client
-	Members  *member.Manager
-	Recorder events.EventRecorder
+	Client      client.Client
+	Members     *member.Manager
+	Recorder    events.EventRecorder
+	Interpreter StatusInterpreter
 
 	// applied remembers, per Work, the Work generation and member object generation of the
 	// last apply, so events that change nothing do not cause another apply.
@@ -53,6 +61,9 @@ type appliedState struct {
 	workGeneration   int64
 	memberGeneration int64
 	memberUID        types.UID
+	// memberResourceVersion stands in for the generation of kinds that have none
+	// (ConfigMaps, Secrets, Services...), where any change is someone else's.
+	memberResourceVersion string
 }
 
 // +kubebuilder:rbac:groups=work.karmada.io,resources=works,verbs=get;list;watch;update;patch
@@ -101,8 +112,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.upToDate(ctx, m, work, objs) {
 		return ctrl.Result{}, nil
 	}
+	applied := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, obj := range objs {
-		if err := r.applyOne(ctx, cluster, m, obj); err != nil {
+		out, err := r.applyOne(ctx, cluster, m, obj)
+		if err != nil {
 			var c *conflictError
 			if errors.As(err, &c) {
 				r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkFailed, "Apply", "%v", err)
@@ -116,9 +129,42 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 			return ctrl.Result{}, err
 		}
+		applied = append(applied, out)
 	}
 	r.remember(ctx, m, work, objs)
-	return ctrl.Result{}, r.setApplied(ctx, work, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful, "Manifest is applied in the member cluster")
+	// The first manifest statuses come from the apply's answer, in the same write as the
+	// condition; the work-status controller keeps them current afterwards.
+	var statuses []workv1alpha1.ManifestStatus
+	if len(work.Status.ManifestStatuses) == 0 && r.Interpreter != nil {
+		statuses = ManifestStatuses(m.Mapper, r.Interpreter, applied)
+	}
+	return ctrl.Result{}, r.setApplied(ctx, work, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful, "Manifest is applied in the member cluster", statuses...)
+}
+
+// ManifestStatuses reflects the status and health of member objects, in manifest order.
+// Objects whose kind the member does not map are left out.
+func ManifestStatuses(mapper meta.RESTMapper, interp StatusInterpreter, objs []*unstructured.Unstructured) []workv1alpha1.ManifestStatus {
+	out := make([]workv1alpha1.ManifestStatus, 0, len(objs))
+	for i, obj := range objs {
+		if obj == nil {
+			continue
+		}
+		gvk := obj.GroupVersionKind()
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			continue
+		}
+		ms := workv1alpha1.ManifestStatus{
+			Identifier: workv1alpha1.ResourceIdentifier{Ordinal: i, Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
+				Resource: mapping.Resource.Resource, Namespace: obj.GetNamespace(), Name: obj.GetName()},
+			Health: interp.Health(obj),
+		}
+		if st, err := interp.ReflectStatus(obj); err == nil {
+			ms.Status = st
+		}
+		out = append(out, ms)
+	}
+	return out
 }
 
 // manifests decodes the Work's manifests.
@@ -150,8 +196,13 @@ func (r *Reconciler) upToDate(ctx context.Context, m *member.Member, work *workv
 	if err := m.Cached().Get(ctx, client.ObjectKeyFromObject(objs[0]), cur); err != nil {
 		return false
 	}
-	return cur.GetUID() == st.memberUID && cur.GetGeneration() == st.memberGeneration &&
-		cur.GetLabels()[wellknown.ManagedLabel] == wellknown.ManagedLabelValue
+	if cur.GetUID() != st.memberUID || cur.GetLabels()[wellknown.ManagedLabel] != wellknown.ManagedLabelValue {
+		return false
+	}
+	if st.memberGeneration == 0 {
+		return cur.GetResourceVersion() == st.memberResourceVersion
+	}
+	return cur.GetGeneration() == st.memberGeneration
 }
 
 func (r *Reconciler) remember(ctx context.Context, m *member.Member, work *workv1alpha1.Work, objs []*unstructured.Unstructured) {
@@ -159,7 +210,8 @@ func (r *Reconciler) remember(ctx context.Context, m *member.Member, work *workv
 		return
 	}
 	r.applied.Store(work.UID, appliedState{workGeneration: work.Generation,
-		memberGeneration: objs[0].GetGeneration(), memberUID: objs[0].GetUID()})
+		memberGeneration: objs[0].GetGeneration(), memberUID: objs[0].GetUID(),
+		memberResourceVersion: objs[0].GetResourceVersion()})
 }
 
 type conflictError struct{ msg string }
@@ -167,25 +219,26 @@ type conflictError struct{ msg string }
 func (e *conflictError) Error() string { return e.msg }
 
 // applyOne server-side applies one manifest, after making sure its namespace exists and that
-// it does not take over an object someone else manages. On success obj holds the member's
-// answer.
-func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Member, obj *unstructured.Unstructured) error {
+// it does not take over an object someone else manages. It returns the member's answer and
+// records its generation, UID and resourceVersion on obj.
+func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Member, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	if ns := obj.GetNamespace(); ns != "" {
 		if err := r.ensureNamespace(ctx, cluster, m, ns); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := r.checkConflict(ctx, m, obj); err != nil {
-		return err
+		return nil, err
 	}
 	applied := obj.DeepCopy()
 	if err := m.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied),
 		client.FieldOwner(wellknown.FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply %s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
+		return nil, fmt.Errorf("apply %s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
 	}
 	obj.SetGeneration(applied.GetGeneration())
 	obj.SetUID(applied.GetUID())
-	return nil
+	obj.SetResourceVersion(applied.GetResourceVersion())
+	return applied, nil
 }
 
 // checkConflict fails when the object exists in the member without the managed label and the
@@ -245,7 +298,7 @@ func (r *Reconciler) finalize(ctx context.Context, cluster string, work *workv1a
 				ctrl.LoggerFrom(ctx).Info("Member cluster unreachable; Work deletion waits for it", "Work", work.Name)
 				return nil
 			}
-			// The Cluster itself is gone: there is no member left to clean up.
+			// The Cluster is gone or going: there is no member left to clean up.
 		} else {
 			objs, err := manifests(work)
 			if err != nil {
@@ -286,8 +339,10 @@ func (r *Reconciler) deleteOne(ctx context.Context, m *member.Member, obj *unstr
 	return err
 }
 
-// clusterExists reports whether the Cluster object is still there and not being deleted
-// with its connection gone for good.
+// clusterExists reports whether the Cluster object is still there and not being deleted.
+// The cluster controller deletes a Cluster's Works before it lets the Cluster go, so a Work
+// of a deleted Cluster whose member is unreachable must be released rather than wait for a
+// member that will not come back.
 func (r *Reconciler) clusterExists(ctx context.Context, name string) (bool, error) {
 	c := &clusterv1alpha1.Cluster{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, c); err != nil {
@@ -296,14 +351,14 @@ func (r *Reconciler) clusterExists(ctx context.Context, name string) (bool, erro
 		}
 		return false, err
 	}
-	return true, nil
+	return c.DeletionTimestamp.IsZero(), nil
 }
 
 // setApplied records the Applied condition with server-side apply of just that condition,
 // and only when it changes.
-func (r *Reconciler) setApplied(ctx context.Context, work *workv1alpha1.Work, status metav1.ConditionStatus, reason, msg string) error {
+func (r *Reconciler) setApplied(ctx context.Context, work *workv1alpha1.Work, status metav1.ConditionStatus, reason, msg string, statuses ...workv1alpha1.ManifestStatus) error {
 	if c := meta.FindStatusCondition(work.Status.Conditions, wellknown.WorkConditionApplied); c != nil &&
-		c.Status == status && c.Reason == reason && c.Message == msg && c.ObservedGeneration == work.Generation {
+		c.Status == status && c.Reason == reason && c.Message == msg && c.ObservedGeneration == work.Generation && len(statuses) == 0 {
 		return nil
 	}
 	cond := metav1.Condition{Type: wellknown.WorkConditionApplied, Status: status, Reason: reason, Message: msg,
@@ -327,6 +382,15 @@ func (r *Reconciler) setApplied(ctx context.Context, work *workv1alpha1.Work, st
 	}
 	if err := unstructured.SetNestedSlice(ac.Object, []any{condMap}, "status", "conditions"); err != nil {
 		return err
+	}
+	if len(statuses) > 0 {
+		list, err := toSlice(statuses)
+		if err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedSlice(ac.Object, list, "status", "manifestStatuses"); err != nil {
+			return err
+		}
 	}
 	err = r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(ac), client.FieldOwner(FieldOwner), client.ForceOwnership)
 	return client.IgnoreNotFound(err)

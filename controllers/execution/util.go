@@ -22,3 +22,12 @@ func isConnRefused(err error) bool {
 	var op *net.OpError
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &op)
 }
+
+func toSlice(v any) ([]any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out []any
+	return out, json.Unmarshal(data, &out)
+}

@@ -30,6 +30,9 @@ import (
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
+// FieldOwner is the field manager of the scheduler's status fields.
+const FieldOwner = "flotilla-scheduler"
+
 // Reconciler schedules one kind of binding.
 type Reconciler struct {
 	Client    client.Client
@@ -98,17 +101,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
-	before = rb.DeepCopyObject().(client.Object)
-	status = bindings.Status(rb)
 	now := metav1.NewTime(r.now())
-	status.LastScheduledTime = &now
-	status.SchedulerObservedGeneration = rb.GetGeneration()
-	status.SchedulerObservedAffinityName = result.AffinityName
 	msg := fmt.Sprintf("Binding has been scheduled to %s", describe(result.Clusters))
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: wellknown.ConditionScheduled, Status: metav1.ConditionTrue,
+	cond := bindings.Condition(status.Conditions, metav1.Condition{Type: wellknown.ConditionScheduled, Status: metav1.ConditionTrue,
 		Reason: wellknown.ReasonBindingScheduled, Message: msg, ObservedGeneration: rb.GetGeneration()})
-	if err := r.Client.Status().Patch(ctx, rb, client.MergeFrom(before)); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if err := bindings.ApplyStatus(ctx, r.Client, rb, FieldOwner, map[string]any{
+		"conditions":                     []metav1.Condition{cond},
+		"lastScheduledTime":              now,
+		"schedulerObservedGeneration":    rb.GetGeneration(),
+		"schedulerObservingAffinityName": result.AffinityName,
+	}); err != nil {
+		return ctrl.Result{}, err
 	}
 	r.event(rb, corev1.EventTypeNormal, wellknown.EventReasonScheduleBindingSucceed, msg)
 	log.V(1).Info("Scheduled binding", "clusters", describe(result.Clusters))
@@ -148,36 +151,30 @@ func (r *Reconciler) observe(ctx context.Context, rb client.Object) error {
 	if status.SchedulerObservedGeneration == rb.GetGeneration() || len(bindings.Spec(rb).Clusters) == 0 {
 		return nil
 	}
-	before := rb.DeepCopyObject().(client.Object)
-	status.SchedulerObservedGeneration = rb.GetGeneration()
+	fields := map[string]any{"schedulerObservedGeneration": rb.GetGeneration()}
 	if c := meta.FindStatusCondition(status.Conditions, wellknown.ConditionScheduled); c != nil && c.Status == metav1.ConditionTrue {
-		c.ObservedGeneration = rb.GetGeneration()
+		cond := *c
+		cond.ObservedGeneration = rb.GetGeneration()
+		fields["conditions"] = []metav1.Condition{cond}
 	}
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, rb, client.MergeFrom(before)))
+	return bindings.ApplyStatus(ctx, r.Client, rb, FieldOwner, fields)
 }
 
 // failed records a scheduling failure. The binding keeps its previous clusters: a binding
 // that cannot be placed is never half placed.
 func (r *Reconciler) failed(ctx context.Context, rb client.Object, reason, msg string) error {
 	status := bindings.Status(rb)
-	before := rb.DeepCopyObject().(client.Object)
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: wellknown.ConditionScheduled, Status: metav1.ConditionFalse,
-		Reason: reason, Message: msg, ObservedGeneration: rb.GetGeneration()})
-	status.SchedulerObservedGeneration = rb.GetGeneration()
-	if equalStatus(before, rb) {
+	cond := metav1.Condition{Type: wellknown.ConditionScheduled, Status: metav1.ConditionFalse,
+		Reason: reason, Message: msg, ObservedGeneration: rb.GetGeneration()}
+	if bindings.ConditionCurrent(status.Conditions, cond) && status.SchedulerObservedGeneration == rb.GetGeneration() {
 		return nil
 	}
 	unschedulable.Inc()
 	r.event(rb, corev1.EventTypeWarning, wellknown.EventReasonScheduleBindingFailed, msg)
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, rb, client.MergeFrom(before)))
-}
-
-func equalStatus(a, b client.Object) bool {
-	sa, sb := bindings.Status(a), bindings.Status(b)
-	ca := meta.FindStatusCondition(sa.Conditions, wellknown.ConditionScheduled)
-	cb := meta.FindStatusCondition(sb.Conditions, wellknown.ConditionScheduled)
-	return ca != nil && cb != nil && ca.Status == cb.Status && ca.Reason == cb.Reason && ca.Message == cb.Message &&
-		ca.ObservedGeneration == cb.ObservedGeneration && sa.SchedulerObservedGeneration == sb.SchedulerObservedGeneration
+	return bindings.ApplyStatus(ctx, r.Client, rb, FieldOwner, map[string]any{
+		"conditions":                  []metav1.Condition{bindings.Condition(status.Conditions, cond)},
+		"schedulerObservedGeneration": rb.GetGeneration(),
+	})
 }
 
 // event records an event on the binding and on its template.

@@ -26,6 +26,9 @@ import (
 	"github.com/flotilla-io/flotilla/internal/bindings"
 )
 
+// AggregateFieldOwner is the field manager of status.aggregatedStatus and FullyApplied.
+const AggregateFieldOwner = "flotilla-binding-status"
+
 // AggregateReconciler writes a binding's status from its Works.
 type AggregateReconciler struct {
 	Client     client.Client
@@ -56,6 +59,11 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 	}
 
+	if inFlight(spec, works) {
+		// A Work is being created or applied; its next event brings the binding back, so
+		// intermediate states are not written.
+		return ctrl.Result{}, nil
+	}
 	items := make([]workv1alpha2.AggregatedStatusItem, 0, len(spec.Clusters))
 	var notApplied []string
 	for _, tc := range spec.Clusters {
@@ -75,8 +83,6 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return 0
 	})
 
-	before := rb.DeepCopyObject().(client.Object)
-	status.AggregatedStatus = items
 	cond := metav1.Condition{Type: wellknown.ConditionFullyApplied, ObservedGeneration: rb.GetGeneration()}
 	switch {
 	case len(spec.Clusters) == 0:
@@ -87,18 +93,43 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		cond.Status, cond.Reason = metav1.ConditionFalse, wellknown.ReasonNotFullyApplied
 		cond.Message = fmt.Sprintf("Not applied on %d of %d clusters: %v", len(notApplied), len(spec.Clusters), notApplied)
 	}
-	meta.SetStatusCondition(&status.Conditions, cond)
-	if equality.Semantic.DeepEqual(before, rb) {
+	if bindings.ConditionCurrent(status.Conditions, cond) && equality.Semantic.DeepEqual(status.AggregatedStatus, items) {
 		return ctrl.Result{}, nil
 	}
-	if err := r.Client.Status().Patch(ctx, rb, client.MergeFrom(before)); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	wasApplied := meta.IsStatusConditionTrue(status.Conditions, wellknown.ConditionFullyApplied)
+	if err := bindings.ApplyStatus(ctx, r.Client, rb, AggregateFieldOwner, map[string]any{
+		"conditions":       []metav1.Condition{bindings.Condition(status.Conditions, cond)},
+		"aggregatedStatus": items,
+	}); err != nil {
+		return ctrl.Result{}, err
 	}
-	if cond.Status == metav1.ConditionTrue && !meta.IsStatusConditionTrue(bindings.Status(before).Conditions, wellknown.ConditionFullyApplied) {
+	if cond.Status == metav1.ConditionTrue && !wasApplied {
 		r.Recorder.Eventf(rb, nil, corev1.EventTypeNormal, wellknown.EventReasonAggregateStatusSucceed, "Aggregate",
 			"Update resourceBinding(%s) with AggregatedStatus successfully", req.String())
 	}
 	return ctrl.Result{}, nil
+}
+
+// inFlight reports whether some scheduled cluster's Work is about to change: not created yet
+// (and not held back by suspension), or not yet applied at its current generation.
+func inFlight(spec *workv1alpha2.ResourceBindingSpec, works map[string]*workv1alpha1.Work) bool {
+	for _, tc := range spec.Clusters {
+		w := works[tc.Name]
+		if w == nil {
+			if !bindings.DispatchSuspended(spec, tc.Name) {
+				return true
+			}
+			continue
+		}
+		if ptr.Deref(w.Spec.SuspendDispatching, false) {
+			continue
+		}
+		c := meta.FindStatusCondition(w.Status.Conditions, wellknown.WorkConditionApplied)
+		if c == nil || c.ObservedGeneration != w.Generation {
+			return true
+		}
+	}
+	return false
 }
 
 // aggregatedItem is one cluster's entry, and whether its Work is applied for the Work's

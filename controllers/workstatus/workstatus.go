@@ -62,7 +62,7 @@ func (r *WorkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, nil // the reconnect event brings the Work back
 	}
-	statuses := make([]workv1alpha1.ManifestStatus, 0, len(work.Spec.Workload.Manifests))
+	objs := make([]*unstructured.Unstructured, len(work.Spec.Workload.Manifests))
 	for i, mf := range work.Spec.Workload.Manifests {
 		want := &unstructured.Unstructured{}
 		if err := want.UnmarshalJSON(mf.Raw); err != nil {
@@ -72,10 +72,6 @@ func (r *WorkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		if err := r.Members.Watch(ctx, cluster, gvk); err != nil {
 			return ctrl.Result{}, nil
 		}
-		mapping, err := m.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			continue
-		}
 		cur := &unstructured.Unstructured{}
 		cur.SetGroupVersionKind(gvk)
 		if err := m.Cached().Get(ctx, client.ObjectKeyFromObject(want), cur); err != nil {
@@ -84,16 +80,9 @@ func (r *WorkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			}
 			return ctrl.Result{}, nil
 		}
-		ms := workv1alpha1.ManifestStatus{
-			Identifier: workv1alpha1.ResourceIdentifier{Ordinal: i, Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
-				Resource: mapping.Resource.Resource, Namespace: want.GetNamespace(), Name: want.GetName()},
-			Health: r.Interpreter.Health(cur),
-		}
-		if st, err := r.Interpreter.ReflectStatus(cur); err == nil {
-			ms.Status = st
-		}
-		statuses = append(statuses, ms)
+		objs[i] = cur
 	}
+	statuses := execution.ManifestStatuses(m.Mapper, r.Interpreter, objs)
 	if manifestStatusesEqual(work.Status.ManifestStatuses, statuses) {
 		return ctrl.Result{}, nil
 	}

@@ -3,10 +3,15 @@
 package bindings
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -132,3 +137,49 @@ const (
 // WorkBindingLabel is the label on Works that holds their binding's permanent id: the
 // ResourceBinding's or ClusterResourceBinding's permanent-id label key.
 func WorkBindingLabel(o client.Object) string { return PermanentIDLabel(o) }
+
+// ApplyStatus server-side applies status fields of a binding as fieldOwner. Each controller
+// owns its own fields and condition types (conditions are a map list keyed by type), so
+// concurrent writers never overwrite each other, as a JSON merge patch of the whole
+// conditions list would.
+func ApplyStatus(ctx context.Context, c client.Client, rb client.Object, fieldOwner string, status map[string]any) error {
+	gvk := workv1alpha2.GroupVersion.WithKind(Kind(rb))
+	ac := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": gvk.GroupVersion().String(),
+		"kind":       gvk.Kind,
+		"metadata":   map[string]any{"name": rb.GetName()},
+	}}
+	if ns := rb.GetNamespace(); ns != "" {
+		ac.SetNamespace(ns)
+	}
+	data, err := json.Marshal(status)
+	if err != nil {
+		return err
+	}
+	var st map[string]any
+	if err := json.Unmarshal(data, &st); err != nil {
+		return err
+	}
+	ac.Object["status"] = st
+	err = c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(ac), client.FieldOwner(fieldOwner), client.ForceOwnership)
+	return client.IgnoreNotFound(err)
+}
+
+// Condition returns cond with LastTransitionTime kept from the current condition of the same
+// type when the status did not change, as meta.SetStatusCondition does.
+func Condition(current []metav1.Condition, cond metav1.Condition) metav1.Condition {
+	if old := meta.FindStatusCondition(current, cond.Type); old != nil && old.Status == cond.Status {
+		cond.LastTransitionTime = old.LastTransitionTime
+	}
+	if cond.LastTransitionTime.IsZero() {
+		cond.LastTransitionTime = metav1.Now()
+	}
+	return cond
+}
+
+// ConditionCurrent reports whether current already holds cond (ignoring the transition time).
+func ConditionCurrent(current []metav1.Condition, cond metav1.Condition) bool {
+	old := meta.FindStatusCondition(current, cond.Type)
+	return old != nil && old.Status == cond.Status && old.Reason == cond.Reason &&
+		old.Message == cond.Message && old.ObservedGeneration == cond.ObservedGeneration
+}

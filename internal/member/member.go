@@ -36,8 +36,8 @@ var ErrNotConnected = errors.New("member cluster is not connected")
 
 // Secret keys of a member's credentials.
 const (
-	SecretKeyToken    = "token"
-	SecretKeyCABundle = "caBundle"
+	SecretKeyToken    = wellknown.SecretKeyToken
+	SecretKeyCABundle = wellknown.SecretKeyCABundle
 )
 
 // Options tune connections.

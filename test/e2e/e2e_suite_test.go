@@ -10,6 +10,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-io/flotilla/controllers"
 	"github.com/flotilla-io/flotilla/internal/localcluster"
@@ -39,12 +41,18 @@ var _ = BeforeSuite(func(ctx context.Context) {
 
 	cfg, err := env.ManagerConfig(ctx)
 	Expect(err).NotTo(HaveOccurred())
-	manager, err = framework.StartManager(cfg, controllers.Options{ProbeInterval: time.Second}, true)
+	manager, err = startManager(cfg)
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { Expect(manager.Stop()).To(Succeed()) })
+	DeferCleanup(func() { _ = manager.Stop() })
 
 	for _, m := range []string{"member1", "member2", "member3"} {
 		Expect(env.Join(ctx, m)).To(Succeed())
 	}
 	framework.EventuallyClustersReady(ctx, env.Host, "member1", "member2", "member3")
 }, NodeTimeout(5*time.Minute))
+
+func startManager(cfg *rest.Config) (*framework.Manager, error) {
+	return framework.StartManager(cfg, controllers.Options{ProbeInterval: time.Second}, true)
+}
+
+func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }

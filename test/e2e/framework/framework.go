@@ -6,7 +6,6 @@
 package framework
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -21,8 +21,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -36,6 +34,7 @@ import (
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	"github.com/flotilla-io/flotilla/controllers"
 	"github.com/flotilla-io/flotilla/internal/localcluster"
+	"github.com/flotilla-io/flotilla/internal/manifest"
 )
 
 // ManagerServiceAccount is the ServiceAccount the manager runs as, as in config/manager.
@@ -57,9 +56,14 @@ type Env struct {
 // StartFleet starts a host with its own controller-manager and the given members, with the
 // CRDs installed in the host.
 func StartFleet(ctx context.Context, members []localcluster.MemberOptions, log io.Writer) (*Env, error) {
+	return StartFleetWith(ctx, localcluster.Options{ControllerManager: true}, members, log)
+}
+
+// StartFleetWith starts a fleet with the given host options.
+func StartFleetWith(ctx context.Context, host localcluster.Options, members []localcluster.MemberOptions, log io.Writer) (*Env, error) {
 	f, err := localcluster.StartFleet(ctx, localcluster.FleetOptions{
 		CRDDir:  filepath.Join(RepoRoot(), "config", "crd", "bases"),
-		Host:    localcluster.Options{ControllerManager: true},
+		Host:    host,
 		Members: members,
 		Log:     log,
 	})
@@ -120,6 +124,17 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	return nil
 }
 
+// ManagerKubeconfig writes a kubeconfig for the manager's ServiceAccount (see ManagerConfig)
+// into dir and returns its path.
+func (e *Env) ManagerKubeconfig(ctx context.Context, dir string) (string, error) {
+	cfg, err := e.ManagerConfig(ctx)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "manager.kubeconfig")
+	return path, os.WriteFile(path, e.Fleet.Host.Kubeconfig(ManagerServiceAccount, cfg.BearerToken), 0o600)
+}
+
 // ManagerConfig installs config/rbac's ClusterRole, a ServiceAccount and a binding in the
 // host, and returns a REST config authenticated as that ServiceAccount.
 func (e *Env) ManagerConfig(ctx context.Context) (*rest.Config, error) {
@@ -167,6 +182,8 @@ func (e *Env) ManagerConfig(ctx context.Context) (*rest.Config, error) {
 type Manager struct {
 	cancel context.CancelFunc
 	done   chan error
+	once   sync.Once
+	err    error
 }
 
 // StartManager starts a manager against the host with cfg, wired by controllers.Setup.
@@ -196,33 +213,18 @@ func StartManager(cfg *rest.Config, opts controllers.Options, leaderElection boo
 	return m, nil
 }
 
-// Stop stops the manager and waits for it.
+// Stop stops the manager and waits for it. It may be called more than once.
 func (m *Manager) Stop() error {
-	m.cancel()
-	return <-m.done
+	m.once.Do(func() {
+		m.cancel()
+		m.err = <-m.done
+	})
+	return m.err
 }
 
 // Apply creates or updates every object of a multi-document YAML file with server-side
 // apply, as `kubectl apply --server-side` would.
 func Apply(ctx context.Context, c client.Client, path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
-			return fmt.Errorf("%s: apply %s %s: %w", path, u.GetKind(), u.GetName(), err)
-		}
-	}
+	_, err := manifest.ApplyFile(ctx, c, path, "e2e")
+	return err
 }

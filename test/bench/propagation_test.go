@@ -1,0 +1,484 @@
+// Package bench measures propagation at scale against the targets in the design notes:
+// 1,000 Deployments, each with its own PropagationPolicy (Divided/Weighted 1:1:1 over
+// member1..3), created by an 8-way parallel client onto three apiserver-only members. The
+// manager runs as a separate process (its ServiceAccount, default flags), so its memory and
+// its client metrics are its own. Run it with `make bench`; it prints its figures.
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/internal/localcluster"
+	"github.com/flotilla-io/flotilla/test/e2e/framework"
+)
+
+const (
+	templates   = 1000
+	idleSamples = 30
+	parallel    = 8
+	namespace   = "bench"
+	// clientQPS is the rate of the bench's own clients (and of the floor).
+	clientQPS = 200
+)
+
+var members = []string{"member1", "member2", "member3"}
+
+func BenchmarkPropagation(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	env, err := framework.StartFleetWith(ctx, localcluster.Options{}, localcluster.DefaultMembers(len(members), false), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer env.Fleet.Stop()
+
+	mgr := startManager(ctx, b, env)
+	defer mgr.stop()
+	for _, m := range members {
+		if err := env.Join(ctx, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	waitFor(ctx, b, "members Ready", func() bool { return clustersReady(ctx, env) })
+	if err := env.Host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace,
+		Labels: map[string]string{wellknown.PropagationLabel: wellknown.PropagationEnabled}}}); err != nil {
+		b.Fatal(err)
+	}
+	host := clientFor(b, env.Fleet.Host.RESTConfig())
+	watch := newWatcher(ctx, b, env)
+
+	b.ResetTimer()
+	// Idle: one template at a time.
+	var idleApplied, idleFully []time.Duration
+	for i := 0; i < idleSamples; i++ {
+		name := fmt.Sprintf("idle-%d", i)
+		start := time.Now()
+		create(ctx, b, host, name)
+		waitFor(ctx, b, "idle template", func() bool { return watch.done(name) })
+		idleApplied = append(idleApplied, watch.applied(name).Sub(start))
+		idleFully = append(idleFully, watch.fully(name).Sub(start))
+	}
+
+	// Bulk: 1,000 templates, 8 clients.
+	before := mgr.requests(b)
+	bulkStart := time.Now()
+	created := make([]time.Time, templates)
+	parallelDo(templates, func(i int) {
+		created[i] = time.Now()
+		create(ctx, b, host, fmt.Sprintf("app-%d", i))
+	})
+	waitFor(ctx, b, "all member objects", func() bool { return watch.count("app-", templates) })
+	allApplied := time.Since(bulkStart)
+	waitFor(ctx, b, "all bindings FullyApplied", func() bool { return watch.fullyCount("app-") == templates })
+	allFully := time.Since(bulkStart)
+	after := mgr.requests(b)
+	var bulkApplied []time.Duration
+	for i := 0; i < templates; i++ {
+		bulkApplied = append(bulkApplied, watch.applied(fmt.Sprintf("app-%d", i)).Sub(created[i]))
+	}
+
+	// Deletion.
+	delStart := time.Now()
+	parallelDo(templates, func(i int) {
+		_ = host.AppsV1().Deployments(namespace).Delete(ctx, fmt.Sprintf("app-%d", i), metav1.DeleteOptions{})
+	})
+	waitFor(ctx, b, "member objects deleted", func() bool { return watch.remaining("app-") == 0 })
+	deleted := time.Since(delStart)
+	b.StopTimer()
+
+	// The floor: the same 3,000 Deployments straight into the members, same client rate.
+	floorStart := time.Now()
+	parallelDo(templates*len(members), func(i int) {
+		c := clientFor(b, env.Fleet.Member(members[i%len(members)]).RESTConfig())
+		d := deployment(fmt.Sprintf("floor-%d", i/len(members)))
+		d.Namespace = "floor"
+		_, _ = c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "floor"}}, metav1.CreateOptions{})
+		if _, err := c.AppsV1().Deployments("floor").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+			b.Error(err)
+		}
+	})
+	floor := time.Since(floorStart)
+
+	hostReqs := after.host - before.host
+	report := []struct {
+		name  string
+		value string
+	}{
+		{"all 3,000 member Deployments exist", allApplied.Round(10 * time.Millisecond).String()},
+		{"all bindings FullyApplied", allFully.Round(10 * time.Millisecond).String()},
+		{"floor (3,000 Deployments straight to members)", floor.Round(10 * time.Millisecond).String()},
+		{"time ÷ floor", fmt.Sprintf("%.1f", allApplied.Seconds()/floor.Seconds())},
+		{"host API requests per template (manager)", fmt.Sprintf("%.1f", float64(hostReqs)/templates)},
+		{"member API requests per template (manager)", fmt.Sprintf("%.1f", float64(after.members-before.members)/templates)},
+		{"bulk create → last member object p50 / p99", pct(bulkApplied, 50) + " / " + pct(bulkApplied, 99)},
+		{"idle create → last member object p50 / p99", pct(idleApplied, 50) + " / " + pct(idleApplied, 99)},
+		{"idle create → FullyApplied p50 / p99", pct(idleFully, 50) + " / " + pct(idleFully, 99)},
+		{"manager peak RSS", fmt.Sprintf("%d MiB", mgr.peakRSS()/1024)},
+		{"delete 1,000 templates → member objects gone", deleted.Round(10 * time.Millisecond).String()},
+	}
+	fmt.Println()
+	for _, r := range report {
+		fmt.Printf("%-50s %s\n", r.name, r.value)
+	}
+	b.ReportMetric(allApplied.Seconds(), "s/all-applied")
+	b.ReportMetric(allFully.Seconds(), "s/all-fully-applied")
+	b.ReportMetric(allApplied.Seconds()/floor.Seconds(), "x-floor")
+	b.ReportMetric(float64(hostReqs)/templates, "host-req/template")
+	b.ReportMetric(float64(mgr.peakRSS())/1024, "MiB-peak-rss")
+}
+
+func deployment(name string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}}}}}}}}
+}
+
+// create makes a Deployment and its own policy (Divided/Weighted 1:1:1 over member1..3).
+func create(ctx context.Context, b *testing.B, c *kubernetes.Clientset, name string) {
+	var weights []policyv1alpha1.StaticClusterWeight
+	for _, m := range members {
+		weights = append(weights, policyv1alpha1.StaticClusterWeight{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{m}}, Weight: 1})
+	}
+	pp := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: name}},
+			Placement: policyv1alpha1.Placement{
+				ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: members},
+				ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
+					ReplicaSchedulingType:     policyv1alpha1.ReplicaSchedulingTypeDivided,
+					ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceWeighted,
+					WeightPreference:          &policyv1alpha1.ClusterPreferences{StaticWeightList: weights},
+				}}}}
+	if err := ppClient.Create(ctx, pp); err != nil {
+		b.Error(err)
+	}
+	if _, err := c.AppsV1().Deployments(namespace).Create(ctx, deployment(name), metav1.CreateOptions{}); err != nil {
+		b.Error(err)
+	}
+}
+
+var ppClient client.Client
+
+func clientFor(b *testing.B, cfg *rest.Config) *kubernetes.Clientset {
+	cfg.QPS, cfg.Burst = clientQPS, 2*clientQPS
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+func parallelDo(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+func waitFor(ctx context.Context, b *testing.B, what string, cond func() bool) {
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			b.Fatalf("timed out waiting for %s", what)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func pct(ds []time.Duration, p int) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := (len(s)*p + 99) / 100
+	if i > 0 {
+		i--
+	}
+	return s[i].Round(time.Millisecond).String()
+}
+
+func clustersReady(ctx context.Context, env *framework.Env) bool {
+	for _, m := range members {
+		c := &clusterReady{}
+		if !c.check(ctx, env, m) {
+			return false
+		}
+	}
+	return true
+}
+
+// watcher records when each template's objects appear in every member, when its binding
+// becomes FullyApplied, and how many member objects remain.
+type watcher struct {
+	mu      sync.Mutex
+	seen    map[string]map[string]time.Time // name → member → first seen
+	gone    map[string]int                  // name → members where it exists
+	fullyAt map[string]time.Time
+}
+
+func newWatcher(ctx context.Context, b *testing.B, env *framework.Env) *watcher {
+	w := &watcher{seen: map[string]map[string]time.Time{}, gone: map[string]int{}, fullyAt: map[string]time.Time{}}
+	for _, m := range members {
+		m := m
+		f := informers.NewSharedInformerFactoryWithOptions(clientFor(b, env.Fleet.Member(m).RESTConfig()), 0, informers.WithNamespace(namespace))
+		inf := f.Apps().V1().Deployments().Informer()
+		_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: func(o any) {
+				d := o.(*appsv1.Deployment)
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				if w.seen[d.Name] == nil {
+					w.seen[d.Name] = map[string]time.Time{}
+				}
+				if _, ok := w.seen[d.Name][m]; !ok {
+					w.seen[d.Name][m] = time.Now()
+				}
+				w.gone[d.Name]++
+			},
+			DeleteFunc: func(any) {},
+		})
+		_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(o any) {
+			if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = t.Obj
+			}
+			d := o.(*appsv1.Deployment)
+			w.mu.Lock()
+			w.gone[d.Name]--
+			w.mu.Unlock()
+		}})
+		f.Start(ctx.Done())
+	}
+	go w.pollBindings(ctx, env)
+	return w
+}
+
+func (w *watcher) pollBindings(ctx context.Context, env *framework.Env) {
+	for ctx.Err() == nil {
+		list := &workv1alpha2.ResourceBindingList{}
+		if err := env.Host.List(ctx, list, client.InNamespace(namespace)); err == nil {
+			now := time.Now()
+			w.mu.Lock()
+			for _, rb := range list.Items {
+				name := strings.TrimSuffix(rb.Name, "-deployment")
+				if _, ok := w.fullyAt[name]; !ok && meta.IsStatusConditionTrue(rb.Status.Conditions, wellknown.ConditionFullyApplied) {
+					w.fullyAt[name] = now
+				}
+			}
+			w.mu.Unlock()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (w *watcher) applied(name string) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var last time.Time
+	for _, t := range w.seen[name] {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
+func (w *watcher) fully(name string) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.fullyAt[name]
+}
+
+func (w *watcher) done(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.fullyAt[name]
+	return len(w.seen[name]) == len(members) && ok
+}
+
+func (w *watcher) count(prefix string, want int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for name, s := range w.seen {
+		if strings.HasPrefix(name, prefix) && len(s) == len(members) {
+			n++
+		}
+	}
+	return n >= want
+}
+
+func (w *watcher) fullyCount(prefix string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for name := range w.fullyAt {
+		if strings.HasPrefix(name, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func (w *watcher) remaining(prefix string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for name, c := range w.gone {
+		if strings.HasPrefix(name, prefix) {
+			n += c
+		}
+	}
+	return n
+}
+
+// managerProcess is the manager binary running as its ServiceAccount.
+type managerProcess struct {
+	cmd         *exec.Cmd
+	metricsAddr string
+	hostAddr    string
+}
+
+func startManager(ctx context.Context, b *testing.B, env *framework.Env) *managerProcess {
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "manager")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	build.Dir = framework.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building the manager: %v\n%s", err, out)
+	}
+	kubeconfig, err := env.ManagerKubeconfig(ctx, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ppClient = env.Host
+	addr := freeAddr(b)
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--metrics-bind-address", addr, "--health-probe-bind-address", "0",
+		"--leader-elect=false", "--zap-log-level=error")
+	logf, err := os.Create(filepath.Join(os.TempDir(), "flotilla-bench-manager.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	return &managerProcess{cmd: cmd, metricsAddr: addr, hostAddr: strings.TrimPrefix(env.Fleet.Host.Endpoint, "https://")}
+}
+
+func (m *managerProcess) stop() {
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	_ = m.cmd.Wait()
+}
+
+// peakRSS is the manager's peak resident memory, in KiB.
+func (m *managerProcess) peakRSS() int {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if strings.HasPrefix(s.Text(), "VmHWM:") {
+			n, _ := strconv.Atoi(strings.Fields(s.Text())[1])
+			return n
+		}
+	}
+	return 0
+}
+
+type requestCounts struct{ host, members float64 }
+
+// requests sums the manager's client requests (rest_client_requests_total) to the host and
+// to the members.
+func (m *managerProcess) requests(b *testing.B) requestCounts {
+	resp, err := http.Get("http://" + m.metricsAddr + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c requestCounts
+	s := bufio.NewScanner(resp.Body)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		line := s.Text()
+		if !strings.HasPrefix(line, "rest_client_requests_total{") {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, _ := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if strings.Contains(line, `host="`+m.hostAddr+`"`) {
+			c.host += v
+		} else {
+			c.members += v
+		}
+	}
+	return c
+}
+
+func freeAddr(b *testing.B) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type clusterReady struct{}
+
+func (clusterReady) check(ctx context.Context, env *framework.Env, name string) bool {
+	c := &clusterv1alpha1.Cluster{}
+	if err := env.Host.Get(ctx, types.NamespacedName{Name: name}, c); err != nil {
+		return false
+	}
+	return meta.IsStatusConditionTrue(c.Status.Conditions, wellknown.ClusterConditionReady)
+}

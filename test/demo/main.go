@@ -1,0 +1,437 @@
+// Command demo is `make demo`: it brings up the local fleet (a host and three full members),
+// starts the Flotilla manager against the host, joins the members with kubectl-flotilla,
+// opts the namespace default in, and plays the scenarios of test/testdata/scenarios step by
+// step, printing after each step which member runs how many ready replicas. It leaves
+// everything running; `make demo-down` stops it.
+//
+// It drives the same binaries a user would: bin/fleet, bin/manager and bin/kubectl-flotilla.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/internal/localcluster"
+	"github.com/flotilla-io/flotilla/internal/manifest"
+)
+
+const (
+	stepTimeout = 2 * time.Minute
+	pollEvery   = 300 * time.Millisecond
+)
+
+type demo struct {
+	root, dir, bin string
+	host           client.Client
+	members        map[string]client.Client
+	names          []string
+}
+
+func main() {
+	dir := flag.String("dir", ".fleet", "fleet state directory")
+	down := flag.Bool("down", false, "stop the manager and the fleet")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root, _ := os.Getwd()
+	d := &demo{root: root, dir: filepath.Join(root, *dir), bin: filepath.Join(root, "bin"), members: map[string]client.Client{}}
+	var err error
+	if *down {
+		err = d.down()
+	} else {
+		err = d.run(ctx)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func (d *demo) run(ctx context.Context) error {
+	start := time.Now()
+	title("1/5 Local fleet: a host and three full members (kube-controller-manager, kube-scheduler, kwok nodes)")
+	if err := d.sh(ctx, filepath.Join(d.bin, "fleet"), "up", "--members", "3", "--full", "--dir", d.dir, "--crds", filepath.Join(d.root, "config", "crd", "bases")); err != nil {
+		return err
+	}
+	state, err := localcluster.ReadFleetState(d.dir)
+	if err != nil {
+		return err
+	}
+	if err := d.connect(state); err != nil {
+		return err
+	}
+
+	title("2/5 Flotilla manager, running against the host")
+	if err := d.startManager(); err != nil {
+		return err
+	}
+
+	title("3/5 Join the members with kubectl-flotilla")
+	for _, c := range state.Members {
+		args := []string{"join", c.Name, "--cluster-kubeconfig", d.kubeconfig(c.Name), "--kubeconfig", d.kubeconfig("host")}
+		for flagName, v := range map[string]string{"--provider": c.Provider, "--region": c.Region, "--zone": c.Zone} {
+			if v != "" {
+				args = append(args, flagName, v)
+			}
+		}
+		if err := d.sh(ctx, filepath.Join(d.bin, "kubectl-flotilla"), args...); err != nil {
+			return err
+		}
+	}
+	if err := d.wait(ctx, "members Ready", d.clustersReady); err != nil {
+		return err
+	}
+	_ = d.sh(ctx, filepath.Join(d.bin, "kubectl-flotilla"), "get", "clusters", "--kubeconfig", d.kubeconfig("host"))
+
+	title("4/5 Scenario weighted-pipy")
+	if err := d.optIn(ctx, "default"); err != nil {
+		return err
+	}
+	if err := d.weightedPipy(ctx); err != nil {
+		return err
+	}
+
+	title("5/5 Scenario nginx-override")
+	if err := d.nginxOverride(ctx); err != nil {
+		return err
+	}
+
+	fmt.Printf("\nDone in %s. Everything keeps running; look around:\n\n", time.Since(start).Round(time.Second))
+	fmt.Printf("  export KUBECONFIG=%s   # the host: kubectl get clusters,pp,rb -o wide\n", d.kubeconfig("host"))
+	for _, n := range d.names {
+		fmt.Printf("  kubectl --kubeconfig %s get deploy -A   # %s\n", d.kubeconfig(n), n)
+	}
+	fmt.Printf("  tail -f %s   # manager log\n\n  make demo-down   # stop everything\n", filepath.Join(d.dir, "manager.log"))
+	return nil
+}
+
+func (d *demo) weightedPipy(ctx context.Context) error {
+	sc := filepath.Join(d.root, "test", "testdata", "scenarios", "weighted-pipy")
+	step("Apply app.yaml (Deployment pipy, 2 replicas; Service pipy). No policy matches yet.")
+	if err := d.apply(ctx, filepath.Join(sc, "app.yaml")); err != nil {
+		return err
+	}
+	if err := d.wait(ctx, "the no-policy warning", func(ctx context.Context) (bool, error) {
+		note := d.event(ctx, "default", "Deployment", "pipy", wellknown.EventReasonNoPolicyMatch)
+		if note != "" {
+			fmt.Printf("   Warning event on Deployment pipy: %q\n", note)
+		}
+		return note != "", nil
+	}); err != nil {
+		return err
+	}
+	d.table(ctx, "default", "pipy")
+
+	step("Apply policy.yaml (Divided/Weighted, 10/10/10 over member1..3): two members get 1 replica each.")
+	if err := d.apply(ctx, filepath.Join(sc, "policy.yaml")); err != nil {
+		return err
+	}
+	if err := d.wait(ctx, "1/1 ready on two members", d.readyCounts("default", "pipy", []int32{1, 1})); err != nil {
+		return err
+	}
+	d.table(ctx, "default", "pipy")
+	d.services(ctx, "default", "pipy")
+
+	step("kubectl scale deploy pipy --replicas 3: each member runs 1, the first two keep theirs.")
+	dep := &appsv1.Deployment{}
+	if err := d.host.Get(ctx, types.NamespacedName{Namespace: "default", Name: "pipy"}, dep); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(dep.DeepCopy())
+	dep.Spec.Replicas = ptr.To[int32](3)
+	if err := d.host.Patch(ctx, dep, patch); err != nil {
+		return err
+	}
+	if err := d.wait(ctx, "1/1 ready on three members", d.readyCounts("default", "pipy", []int32{1, 1, 1})); err != nil {
+		return err
+	}
+	d.table(ctx, "default", "pipy")
+
+	step("Apply client.yaml (Deployment curl, pinned to member3).")
+	if err := d.apply(ctx, filepath.Join(sc, "client.yaml")); err != nil {
+		return err
+	}
+	if err := d.wait(ctx, "curl ready on member3", d.readyCounts("default", "curl", []int32{1})); err != nil {
+		return err
+	}
+	d.table(ctx, "default", "curl")
+	return nil
+}
+
+func (d *demo) nginxOverride(ctx context.Context) error {
+	step("Apply all.yaml: nginx 1:1 over member1 and member2; on member1 only, another registry and a label.")
+	if err := d.apply(ctx, filepath.Join(d.root, "test", "testdata", "scenarios", "nginx-override", "all.yaml")); err != nil {
+		return err
+	}
+	if err := d.wait(ctx, "1/1 ready on member1 and member2", d.readyCounts("default", "nginx", []int32{1, 1})); err != nil {
+		return err
+	}
+	d.table(ctx, "default", "nginx")
+	rb := &workv1alpha2.ResourceBinding{}
+	if err := d.wait(ctx, "binding FullyApplied", func(ctx context.Context) (bool, error) {
+		if err := d.host.Get(ctx, types.NamespacedName{Namespace: "default", Name: "nginx-deployment"}, rb); err != nil {
+			return false, nil
+		}
+		return meta.IsStatusConditionTrue(rb.Status.Conditions, wellknown.ConditionFullyApplied), nil
+	}); err != nil {
+		return err
+	}
+	fmt.Printf("   ResourceBinding default/nginx-deployment: Scheduled=%s FullyApplied=%s, clusters %v\n",
+		condStatus(rb.Status.Conditions, wellknown.ConditionScheduled), condStatus(rb.Status.Conditions, wellknown.ConditionFullyApplied), targets(rb))
+	return nil
+}
+
+// table prints, per member, the Deployment's ready/desired replicas, image and extra labels.
+func (d *demo) table(ctx context.Context, ns, name string) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "   CLUSTER\tDEPLOYMENT\tREADY\tIMAGE\tLABELS\n")
+	for _, m := range d.names {
+		dep := &appsv1.Deployment{}
+		if err := d.members[m].Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, dep); err != nil {
+			fmt.Fprintf(w, "   %s\t%s\t-\t-\t-\n", m, name)
+			continue
+		}
+		labels := []string{}
+		for k, v := range dep.Labels {
+			if k != "app" && k != wellknown.ManagedLabel {
+				labels = append(labels, k+"="+v)
+			}
+		}
+		sort.Strings(labels)
+		fmt.Fprintf(w, "   %s\t%s\t%d/%d\t%s\t%s\n", m, name, dep.Status.ReadyReplicas, ptr.Deref(dep.Spec.Replicas, 1),
+			dep.Spec.Template.Spec.Containers[0].Image, strings.Join(labels, ","))
+	}
+	_ = w.Flush()
+}
+
+func (d *demo) services(ctx context.Context, ns, name string) {
+	var on []string
+	for _, m := range d.names {
+		if d.members[m].Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &corev1.Service{}) == nil {
+			on = append(on, m)
+		}
+	}
+	fmt.Printf("   Service %s is on: %s\n", name, strings.Join(on, ", "))
+}
+
+// readyCounts waits until the members that run the Deployment have exactly these ready
+// replicas (in any order) and the others do not run it.
+func (d *demo) readyCounts(ns, name string, want []int32) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		var got []int32
+		for _, m := range d.names {
+			dep := &appsv1.Deployment{}
+			if err := d.members[m].Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, dep); err != nil {
+				continue
+			}
+			if ptr.Deref(dep.Spec.Replicas, 1) == 0 {
+				continue
+			}
+			if dep.Status.ReadyReplicas != ptr.Deref(dep.Spec.Replicas, 1) {
+				return false, nil
+			}
+			got = append(got, dep.Status.ReadyReplicas)
+		}
+		sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
+		return fmt.Sprint(got) == fmt.Sprint(want), nil
+	}
+}
+
+func (d *demo) clustersReady(ctx context.Context) (bool, error) {
+	for _, n := range d.names {
+		c := &clusterv1alpha1.Cluster{}
+		if err := d.host.Get(ctx, types.NamespacedName{Name: n}, c); err != nil || !meta.IsStatusConditionTrue(c.Status.Conditions, wellknown.ClusterConditionReady) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func (d *demo) event(ctx context.Context, ns, kind, name, reason string) string {
+	list := &eventsv1.EventList{}
+	if err := d.host.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return ""
+	}
+	for _, e := range list.Items {
+		if e.Regarding.Kind == kind && e.Regarding.Name == name && e.Reason == reason {
+			return e.Note
+		}
+	}
+	return ""
+}
+
+func (d *demo) optIn(ctx context.Context, ns string) error {
+	n := &corev1.Namespace{}
+	if err := d.host.Get(ctx, types.NamespacedName{Name: ns}, n); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	n.Labels[wellknown.PropagationLabel] = wellknown.PropagationEnabled
+	fmt.Printf("   kubectl label namespace %s %s=%s\n", ns, wellknown.PropagationLabel, wellknown.PropagationEnabled)
+	return d.host.Patch(ctx, n, patch)
+}
+
+func (d *demo) apply(ctx context.Context, path string) error {
+	rel, _ := filepath.Rel(d.root, path)
+	fmt.Printf("   kubectl apply -f %s\n", rel)
+	_, err := manifest.ApplyFile(ctx, d.host, path, "kubectl")
+	return err
+}
+
+func (d *demo) wait(ctx context.Context, what string, cond func(context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	start := time.Now()
+	for {
+		ok, err := cond(ctx)
+		if err != nil {
+			return err
+		}
+		if ok {
+			fmt.Printf("   ✓ %s (%s)\n", what, time.Since(start).Round(100*time.Millisecond))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w; see %s", what, ctx.Err(), filepath.Join(d.dir, "manager.log"))
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+func (d *demo) connect(state *localcluster.FleetState) error {
+	s := flotillascheme.New()
+	cfg, err := clientcmd.BuildConfigFromFlags("", d.kubeconfig("host"))
+	if err != nil {
+		return err
+	}
+	if d.host, err = client.New(cfg, client.Options{Scheme: s}); err != nil {
+		return err
+	}
+	for _, m := range state.Members {
+		cfg, err := clientcmd.BuildConfigFromFlags("", d.kubeconfig(m.Name))
+		if err != nil {
+			return err
+		}
+		c, err := client.New(cfg, client.Options{Scheme: s})
+		if err != nil {
+			return err
+		}
+		d.members[m.Name] = c
+		d.names = append(d.names, m.Name)
+	}
+	return nil
+}
+
+func (d *demo) kubeconfig(name string) string { return filepath.Join(d.dir, name+".kubeconfig") }
+
+// startManager (re)starts bin/manager in the background, detached, logging to the fleet dir.
+func (d *demo) startManager() error {
+	d.stopManager()
+	logf, err := os.Create(filepath.Join(d.dir, "manager.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(filepath.Join(d.bin, "manager"), "--kubeconfig", d.kubeconfig("host"),
+		"--metrics-bind-address", "127.0.0.1:18080", "--health-probe-bind-address", "127.0.0.1:18081", "--cluster-probe-interval", "2s")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	fmt.Printf("   bin/manager --kubeconfig %s   (pid %d, log %s, metrics http://127.0.0.1:18080/metrics)\n",
+		d.kubeconfig("host"), cmd.Process.Pid, filepath.Join(d.dir, "manager.log"))
+	return os.WriteFile(filepath.Join(d.dir, "manager.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
+}
+
+func (d *demo) stopManager() {
+	data, err := os.ReadFile(filepath.Join(d.dir, "manager.pid"))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return
+	}
+	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err != nil || !strings.Contains(string(cmdline), "manager") {
+		return // not ours any more
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	for i := 0; i < 50 && syscall.Kill(pid, 0) == nil; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	_ = os.Remove(filepath.Join(d.dir, "manager.pid"))
+}
+
+func (d *demo) down() error {
+	d.stopManager()
+	return d.sh(context.Background(), filepath.Join(d.bin, "fleet"), "down", "--dir", d.dir)
+}
+
+func (d *demo) sh(ctx context.Context, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdout, cmd.Stderr = indent{}, indent{}
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w", filepath.Base(name), strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+type indent struct{}
+
+func (indent) Write(p []byte) (int, error) {
+	for _, l := range strings.SplitAfter(string(p), "\n") {
+		if l != "" {
+			fmt.Print("   " + l)
+		}
+	}
+	return len(p), nil
+}
+
+func title(s string) { fmt.Printf("\n== %s\n", s) }
+func step(s string)  { fmt.Printf("\n-> %s\n", s) }
+
+func condStatus(conds []metav1.Condition, t string) string {
+	if c := meta.FindStatusCondition(conds, t); c != nil {
+		return string(c.Status)
+	}
+	return "Unknown"
+}
+
+func targets(rb *workv1alpha2.ResourceBinding) string {
+	var out []string
+	for _, tc := range rb.Spec.Clusters {
+		out = append(out, fmt.Sprintf("%s=%d", tc.Name, tc.Replicas))
+	}
+	return strings.Join(out, " ")
+}
