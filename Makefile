@@ -162,3 +162,7 @@ docker-push: ## Push the manager image IMG.
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image BUNDLE_IMG (needs a container engine; not run in CI).
 	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+
+.PHONY: bundle-push
+bundle-push: ## Push the bundle image BUNDLE_IMG.
+	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
