@@ -68,6 +68,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Float64Var(&o.memberQPS, "member-api-qps", float64(d.MemberQPS), "Client-side QPS limit towards each member cluster.")
 	fs.IntVar(&o.controllers.MemberBurst, "member-api-burst", d.MemberBurst, "Client-side burst towards each member cluster.")
 	fs.DurationVar(&o.controllers.ProbeInterval, "cluster-probe-interval", d.ProbeInterval, "How often member clusters are probed.")
+	fs.DurationVar(&o.controllers.StatusInterval, "cluster-status-interval", d.StatusInterval, "How often a member's version, APIs, nodes and capacity are collected (also at once when it connects).")
 	fs.IntVar(&o.controllers.FailureThreshold, "cluster-failure-threshold", d.FailureThreshold, "Failed probes in a row before a member is NotReady.")
 	fs.BoolVar(&o.controllers.EnableEmptyWorkloadPropagation, "enable-empty-workload-propagation", false, "Propagate workloads to clusters that were divided 0 replicas.")
 	fs.StringVar(&o.controllers.SchedulerName, "scheduler-name", "default-scheduler", "Bindings naming another scheduler are left to it.")

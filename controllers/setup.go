@@ -11,6 +11,7 @@ import (
 
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers/binding"
+	"github.com/flotilla-io/flotilla/controllers/cluster"
 	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/namespace"
@@ -30,6 +31,8 @@ type Options struct {
 	MemberBurst int
 	// ProbeInterval is how often member clusters are probed.
 	ProbeInterval time.Duration
+	// StatusInterval is how often a member's version, APIs and capacity are collected.
+	StatusInterval time.Duration
 	// FailureThreshold is how many failed probes in a row make a member NotReady.
 	FailureThreshold int
 	// EnableEmptyWorkloadPropagation keeps clusters that were divided 0 replicas.
@@ -39,7 +42,8 @@ type Options struct {
 }
 
 // DefaultOptions are the defaults of the manager's flags.
-var DefaultOptions = Options{Workers: 8, MemberQPS: 100, MemberBurst: 200, ProbeInterval: 5 * time.Second, FailureThreshold: 3}
+var DefaultOptions = Options{Workers: 8, MemberQPS: 100, MemberBurst: 200, FailureThreshold: 3,
+	ProbeInterval: cluster.DefaultProbeInterval, StatusInterval: cluster.DefaultStatusInterval}
 
 func (o *Options) defaults() {
 	d := DefaultOptions
@@ -111,6 +115,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		}).SetupWithManager(mgr, o.Workers); err != nil {
 			return nil, err
 		}
+	}
+	if err := (&cluster.Reconciler{Members: members}).SetupWithManager(mgr, cluster.Options{
+		ProbeInterval: o.ProbeInterval, StatusInterval: o.StatusInterval, Workers: o.Workers,
+	}); err != nil {
+		return nil, err
 	}
 	if err := (&execution.Reconciler{
 		Client: mgr.GetClient(), Members: members, Recorder: mgr.GetEventRecorder("execution-controller"), Interpreter: interp,

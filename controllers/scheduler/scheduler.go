@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/bindings"
@@ -68,11 +69,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	in := scheduler.Input{Spec: spec, Status: status, Annotations: rb.GetAnnotations()}
 	need, why := scheduler.NeedsSchedule(in, clusters)
+	var result scheduler.Result
 	if !need {
-		return ctrl.Result{}, r.observe(ctx, rb)
+		if !Duplicated(spec) || len(spec.Clusters) == 0 || suspended(spec) {
+			return ctrl.Result{}, r.observe(ctx, rb)
+		}
+		// A duplicated workload goes to every cluster that fits: a cluster that joined,
+		// recovered or now matches gets it too. Clusters already chosen are kept by the
+		// plugins (NoSchedule taints do not evict), so this does not flap.
+		result, err = r.Scheduler.Schedule(in, clusters)
+		if err != nil || sameClusters(result.Clusters, spec.Clusters) {
+			return ctrl.Result{}, r.observe(ctx, rb)
+		}
+		why = "the clusters that fit a duplicated placement changed"
+	} else {
+		result, err = r.Scheduler.Schedule(in, clusters)
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues(bindings.Kind(rb), req.String(), "reason", why)
-	result, err := r.Scheduler.Schedule(in, clusters)
 	observeAttempt(start, err)
 	var unsched *scheduler.UnschedulableError
 	switch {
@@ -116,6 +129,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.event(rb, corev1.EventTypeNormal, wellknown.EventReasonScheduleBindingSucceed, msg)
 	log.V(1).Info("Scheduled binding", "clusters", describe(result.Clusters))
 	return ctrl.Result{}, nil
+}
+
+// Duplicated reports whether every chosen cluster gets the whole template: a nil or
+// Duplicated replicaScheduling, or a template without replicas.
+func Duplicated(spec *workv1alpha2.ResourceBindingSpec) bool {
+	p := spec.Placement
+	return spec.Replicas == 0 || p == nil || p.ReplicaScheduling == nil ||
+		p.ReplicaScheduling.ReplicaSchedulingType == policyv1alpha1.ReplicaSchedulingTypeDuplicated
+}
+
+func suspended(spec *workv1alpha2.ResourceBindingSpec) bool {
+	return spec.Suspension != nil && spec.Suspension.Scheduling != nil && *spec.Suspension.Scheduling
+}
+
+func sameClusters(a, b []workv1alpha2.TargetCluster) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	names := make(map[string]int32, len(a))
+	for _, tc := range a {
+		names[tc.Name] = tc.Replicas
+	}
+	for _, tc := range b {
+		if r, ok := names[tc.Name]; !ok || r != tc.Replicas {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *Reconciler) mine(name string) bool {

@@ -20,8 +20,13 @@ import (
 	"github.com/flotilla-io/flotilla/internal/bindings"
 )
 
-// IndexUnscheduled indexes bindings without clusters under "true".
-const IndexUnscheduled = "flotilla.binding.unscheduled"
+// Indexes the scheduler registers.
+const (
+	// IndexUnscheduled indexes bindings without clusters under "true".
+	IndexUnscheduled = "flotilla.binding.unscheduled"
+	// IndexDuplicated indexes duplicated bindings under "true".
+	IndexDuplicated = "flotilla.binding.duplicated"
+)
 
 // SetupIndexes registers the indexes the scheduler uses. Call it once.
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
@@ -31,10 +36,21 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		}
 		return nil
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &workv1alpha2.ResourceBinding{}, IndexUnscheduled, f); err != nil {
-		return err
+	dup := func(o client.Object) []string {
+		if Duplicated(bindings.Spec(o)) {
+			return []string{"true"}
+		}
+		return nil
 	}
-	return mgr.GetFieldIndexer().IndexField(ctx, &workv1alpha2.ClusterResourceBinding{}, IndexUnscheduled, f)
+	for _, obj := range []client.Object{&workv1alpha2.ResourceBinding{}, &workv1alpha2.ClusterResourceBinding{}} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, IndexUnscheduled, f); err != nil {
+			return err
+		}
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, IndexDuplicated, dup); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SetupWithManager registers the scheduler for one kind of binding.
@@ -52,14 +68,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 }
 
 // affected maps a cluster change to the bindings it can affect: those scheduled on it (it may
-// have to leave) and those not scheduled anywhere (it may now fit).
+// have to leave), those not scheduled anywhere (it may now fit), and duplicated ones (they go
+// to every cluster that fits).
 func (r *Reconciler) affected(ctx context.Context, o client.Object) []reconcile.Request {
+	seen := map[reconcile.Request]bool{}
 	var out []reconcile.Request
 	for _, opt := range []client.ListOption{
 		client.MatchingFields{bindings.IndexBindingByCluster: o.GetName()},
 		client.MatchingFields{IndexUnscheduled: "true"},
+		client.MatchingFields{IndexDuplicated: "true"},
 	} {
-		out = append(out, r.list(ctx, opt)...)
+		for _, req := range r.list(ctx, opt) {
+			if !seen[req] {
+				seen[req] = true
+				out = append(out, req)
+			}
+		}
 	}
 	return out
 }

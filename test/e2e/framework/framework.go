@@ -26,13 +26,14 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
-	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	"github.com/flotilla-io/flotilla/controllers"
+	"github.com/flotilla-io/flotilla/internal/join"
 	"github.com/flotilla-io/flotilla/internal/localcluster"
 	"github.com/flotilla-io/flotilla/internal/manifest"
 )
@@ -85,35 +86,22 @@ func StartFleetWith(ctx context.Context, host localcluster.Options, members []lo
 	return env, nil
 }
 
-// Join registers a member with the host the way `kubectl flotilla join` does for Push
-// members: a credentials Secret in flotilla-system and a Cluster with the member's endpoint.
+// Join joins a member with internal/join, as `kubectl flotilla join` does: a least-privilege
+// ServiceAccount and token in the member, the credentials Secret and the Cluster in the host.
 func (e *Env) Join(ctx context.Context, name string) error {
 	m := e.Fleet.Member(name)
 	if m == nil {
 		return fmt.Errorf("no member %q in the fleet", name)
 	}
-	var opts localcluster.MemberOptions
+	o := join.Options{Name: name, Host: e.Fleet.Host.RESTConfig(), Member: m.RESTConfig()}
 	for i, c := range e.Fleet.Members {
 		if c.Name == name {
-			opts = e.Fleet.MemberOptions[i]
+			mo := e.Fleet.MemberOptions[i]
+			o.Provider, o.Region, o.Zone = mo.Provider, mo.Region, mo.Zone
 		}
 	}
-	if err := ensureNamespace(ctx, e.Host, wellknown.SystemNamespace); err != nil {
-		return err
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: wellknown.SystemNamespace, Name: name},
-		Data: map[string][]byte{"token": []byte(m.AdminToken), "caBundle": m.CAData}}
-	if err := e.Host.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	cluster := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: m.Endpoint,
-			SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: wellknown.SystemNamespace, Name: name},
-			Provider:  opts.Provider, Region: opts.Region, Zone: opts.Zone}}
-	if err := e.Host.Create(ctx, cluster); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	return nil
+	_, err := join.Join(ctx, o)
+	return err
 }
 
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {
@@ -189,8 +177,10 @@ type Manager struct {
 // StartManager starts a manager against the host with cfg, wired by controllers.Setup.
 func StartManager(cfg *rest.Config, opts controllers.Options, leaderElection bool) (*Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        flotillascheme.New(),
-		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		Scheme:  flotillascheme.New(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// Tests run a second manager in the same process (leader election hand-over).
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
 		HealthProbeBindAddress:        "0",
 		LeaderElection:                leaderElection,
 		LeaderElectionID:              "flotilla-manager.flotilla.io",
