@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -507,4 +508,40 @@ func TestChartValues(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestChartRBACWithNamespacedRole checks that a Role in role.yaml (a marker with namespace=)
+// reaches the chart as a Role in the release namespace, bound to the manager.
+func TestChartRBACWithNamespacedRole(t *testing.T) {
+	roles := &GeneratedRoles{
+		ClusterRoles: []rbacv1.ClusterRole{{Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}}}}},
+		Roles:        []rbacv1.Role{{Rules: []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}}}}},
+	}
+	roles.ClusterRoles[0].Name = "flotilla-manager-role"
+	roles.Roles[0].Name, roles.Roles[0].Namespace = "flotilla-manager-role", Namespace
+	tmpl, err := rbacTemplate(roles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chart := filepath.Join(t.TempDir(), "flotilla")
+	if err := os.CopyFS(chart, os.DirFS(filepath.Join(repoRoot(t), ChartDir))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(chart, ChartRBACTemplate), tmpl, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := RenderChart(chart, "flotilla", "ops", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perms, err := ManagerPermissions(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := DiffAtoms(roles.Roles[0].Rules, perms.Namespaced["ops"]); d != "" {
+		t.Errorf("namespaced grants:\n%s", d)
+	}
+	if d := DiffAtoms(roles.ClusterRoles[0].Rules, perms.Cluster); d != "" {
+		t.Errorf("cluster grants:\n%s", d)
+	}
 }
