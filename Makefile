@@ -110,3 +110,59 @@ k8s-bins: ## Build kube-apiserver, etcd, kube-controller-manager, kube-scheduler
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(LOCALBIN)/controller-gen $(CONTROLLER_GEN)
+
+##@ Deployment
+
+# The manager image that build-installer and docker-build use.
+IMG ?= ghcr.io/flotilla-io/flotilla:latest
+# The operator version of the OLM bundle; its CSV is flotilla.v$(VERSION) and runs
+# $(BUNDLE_MANAGER_IMG).
+VERSION ?= 0.1.0
+BUNDLE_MANAGER_IMG ?= ghcr.io/flotilla-io/flotilla:v$(VERSION)
+BUNDLE_CHANNELS ?= candidate
+BUNDLE_DEFAULT_CHANNEL ?= candidate
+BUNDLE_IMG ?= ghcr.io/flotilla-io/flotilla-bundle:v$(VERSION)
+CONTAINER_TOOL ?= docker
+# Renders config/ with kustomize's and Helm's Go libraries: no kubectl, kustomize, helm or
+# operator-sdk binary is needed.
+DEPLOYGEN ?= go run ./hack/deploygen
+
+.PHONY: build-installer
+build-installer: ## Render config/default into dist/install.yaml (namespace, CRDs, RBAC, manager) for IMG.
+	$(DEPLOYGEN) installer -image $(IMG) -o dist/install.yaml
+
+.PHONY: helm
+helm: ## Regenerate charts/flotilla's crds/ and templates/rbac.yaml from config/.
+	$(DEPLOYGEN) helm
+
+.PHONY: bundle
+bundle: ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/ for VERSION.
+	$(DEPLOYGEN) bundle -version $(VERSION) -image $(BUNDLE_MANAGER_IMG) -channels $(BUNDLE_CHANNELS) -default-channel $(BUNDLE_DEFAULT_CHANNEL)
+
+.PHONY: deploy-manifests
+deploy-manifests: manifests helm bundle ## After changing markers or config/: regenerate RBAC and CRDs, the chart and the bundle.
+
+.PHONY: verify-deploy
+verify-deploy: manifests ## Fail when the chart's generated files or the bundle are stale.
+	$(MAKE) --no-print-directory helm bundle
+	@git diff --exit-code -- charts bundle bundle.Dockerfile || { echo "the chart or the bundle is stale: run 'make deploy-manifests' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- charts bundle bundle.Dockerfile)" || { echo "untracked generated files:"; git status --porcelain -- charts bundle bundle.Dockerfile; exit 1; }
+
+# make verify checks the deployment artifacts too.
+verify: verify-deploy
+
+.PHONY: docker-build
+docker-build: ## Build the manager image IMG (needs a container engine; not run in CI).
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the manager image IMG.
+	$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: bundle-build
+bundle-build: ## Build the bundle image BUNDLE_IMG (needs a container engine; not run in CI).
+	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+
+.PHONY: bundle-push
+bundle-push: ## Push the bundle image BUNDLE_IMG.
+	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
