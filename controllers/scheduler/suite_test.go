@@ -48,7 +48,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	DeferCleanup(host.Stop)
 	c, err = client.New(host.RESTConfig(), client.Options{Scheme: flotillascheme.New()})
 	Expect(err).NotTo(HaveOccurred())
-	stop, err := startScheduler(host, 8)
+	stop, err := startScheduler(host, 8, 100)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(stop)
 	for i := 1; i <= 3; i++ {
@@ -69,8 +69,9 @@ func startHost(ctx context.Context) (*localcluster.Cluster, error) {
 
 // startScheduler runs a manager with only the scheduler controllers, as its own process
 // would with other controllers disabled.
-func startScheduler(h *localcluster.Cluster, workers int) (func(), error) {
+func startScheduler(h *localcluster.Cluster, workers int, qps float32) (func(), error) {
 	cfg := h.RESTConfig()
+	cfg.QPS, cfg.Burst = qps, int(2*qps)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: flotillascheme.New(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})

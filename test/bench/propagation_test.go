@@ -420,19 +420,32 @@ func (m *managerProcess) stop() {
 
 // peakRSS is the manager's peak resident memory, in KiB.
 func (m *managerProcess) peakRSS() int {
+	_, peak := m.rss()
+	return peak
+}
+
+// rss returns the manager's current and peak resident memory, in KiB.
+func (m *managerProcess) rss() (current, peak int) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if strings.HasPrefix(s.Text(), "VmHWM:") {
-			n, _ := strconv.Atoi(strings.Fields(s.Text())[1])
-			return n
+		fields := strings.Fields(s.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		n, _ := strconv.Atoi(fields[1])
+		switch fields[0] {
+		case "VmRSS:":
+			current = n
+		case "VmHWM:":
+			peak = n
 		}
 	}
-	return 0
+	return current, peak
 }
 
 type requestCounts struct{ host, members float64 }
