@@ -34,9 +34,6 @@ import (
 	"github.com/flotilla-io/flotilla/internal/member"
 )
 
-// FieldOwner is the field manager of the Applied condition on Works.
-const FieldOwner = "flotilla-execution"
-
 // StatusInterpreter reads status and health from member objects.
 type StatusInterpreter interface {
 	ReflectStatus(obj *unstructured.Unstructured) (*runtime.RawExtension, error)
@@ -354,46 +351,30 @@ func (r *Reconciler) clusterExists(ctx context.Context, name string) (bool, erro
 	return c.DeletionTimestamp.IsZero(), nil
 }
 
-// setApplied records the Applied condition with server-side apply of just that condition,
-// and only when it changes.
+// setApplied records the Applied condition (and the first manifest statuses), only when
+// something changes.
 func (r *Reconciler) setApplied(ctx context.Context, work *workv1alpha1.Work, status metav1.ConditionStatus, reason, msg string, statuses ...workv1alpha1.ManifestStatus) error {
 	if c := meta.FindStatusCondition(work.Status.Conditions, wellknown.WorkConditionApplied); c != nil &&
 		c.Status == status && c.Reason == reason && c.Message == msg && c.ObservedGeneration == work.Generation && len(statuses) == 0 {
 		return nil
 	}
 	cond := metav1.Condition{Type: wellknown.WorkConditionApplied, Status: status, Reason: reason, Message: msg,
-		ObservedGeneration: work.Generation, LastTransitionTime: metav1.Now()}
-	if c := meta.FindStatusCondition(work.Status.Conditions, wellknown.WorkConditionApplied); c != nil && c.Status == status {
-		cond.LastTransitionTime = c.LastTransitionTime
-	}
+		ObservedGeneration: work.Generation}
 	switch status {
 	case metav1.ConditionTrue:
 		r.Recorder.Eventf(work, nil, corev1.EventTypeNormal, wellknown.EventReasonSyncWorkSucceed, "Apply", "Applied to member cluster")
 	case metav1.ConditionFalse:
 		r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkFailed, "Apply", "%s", msg)
 	}
-	ac := &unstructured.Unstructured{}
-	ac.SetGroupVersionKind(workv1alpha1.GroupVersion.WithKind("Work"))
-	ac.SetNamespace(work.Namespace)
-	ac.SetName(work.Name)
-	condMap, err := toMap(cond)
-	if err != nil {
-		return err
-	}
-	if err := unstructured.SetNestedSlice(ac.Object, []any{condMap}, "status", "conditions"); err != nil {
-		return err
-	}
+	// The execution controller is the only writer of Work conditions, and the work-status
+	// controller of manifestStatuses once they exist, so a merge patch of just these fields
+	// cannot overwrite anyone.
+	before := work.DeepCopy()
+	meta.SetStatusCondition(&work.Status.Conditions, cond)
 	if len(statuses) > 0 {
-		list, err := toSlice(statuses)
-		if err != nil {
-			return err
-		}
-		if err := unstructured.SetNestedSlice(ac.Object, list, "status", "manifestStatuses"); err != nil {
-			return err
-		}
+		work.Status.ManifestStatuses = statuses
 	}
-	err = r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(ac), client.FieldOwner(FieldOwner), client.ForceOwnership)
-	return client.IgnoreNotFound(err)
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, work, client.MergeFrom(before)))
 }
 
 // isMemberDown reports errors that mean the member is unreachable rather than that the apply

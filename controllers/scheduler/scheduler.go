@@ -118,12 +118,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	msg := fmt.Sprintf("Binding has been scheduled to %s", describe(result.Clusters))
 	cond := bindings.Condition(status.Conditions, metav1.Condition{Type: wellknown.ConditionScheduled, Status: metav1.ConditionTrue,
 		Reason: wellknown.ReasonBindingScheduled, Message: msg, ObservedGeneration: rb.GetGeneration()})
-	if err := bindings.ApplyStatus(ctx, r.Client, rb, FieldOwner, map[string]any{
-		"conditions":                     []metav1.Condition{cond},
-		"lastScheduledTime":              now,
-		"schedulerObservedGeneration":    rb.GetGeneration(),
-		"schedulerObservingAffinityName": result.AffinityName,
-	}); err != nil {
+	if err := r.applyStatus(ctx, rb, schedulerStatus{cond: cond, lastScheduled: &now,
+		observedGeneration: rb.GetGeneration(), affinityName: result.AffinityName}); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.event(rb, corev1.EventTypeNormal, wellknown.EventReasonScheduleBindingSucceed, msg)
@@ -192,11 +188,42 @@ func (r *Reconciler) observe(ctx context.Context, rb client.Object) error {
 	if status.SchedulerObservedGeneration == rb.GetGeneration() || len(bindings.Spec(rb).Clusters) == 0 {
 		return nil
 	}
-	fields := map[string]any{"schedulerObservedGeneration": rb.GetGeneration()}
-	if c := meta.FindStatusCondition(status.Conditions, wellknown.ConditionScheduled); c != nil && c.Status == metav1.ConditionTrue {
-		cond := *c
-		cond.ObservedGeneration = rb.GetGeneration()
-		fields["conditions"] = []metav1.Condition{cond}
+	st := currentStatus(status)
+	st.observedGeneration = rb.GetGeneration()
+	if st.cond.Status == metav1.ConditionTrue {
+		st.cond.ObservedGeneration = rb.GetGeneration()
+	}
+	return r.applyStatus(ctx, rb, st)
+}
+
+// schedulerStatus is every status field the scheduler owns. Server-side apply removes a
+// field its manager applied before and leaves out now, so each write carries all of them.
+type schedulerStatus struct {
+	cond               metav1.Condition
+	lastScheduled      *metav1.Time
+	observedGeneration int64
+	affinityName       string
+}
+
+func currentStatus(status *workv1alpha2.ResourceBindingStatus) schedulerStatus {
+	st := schedulerStatus{lastScheduled: status.LastScheduledTime, observedGeneration: status.SchedulerObservedGeneration,
+		affinityName: status.SchedulerObservedAffinityName}
+	if c := meta.FindStatusCondition(status.Conditions, wellknown.ConditionScheduled); c != nil {
+		st.cond = *c
+	}
+	return st
+}
+
+func (r *Reconciler) applyStatus(ctx context.Context, rb client.Object, st schedulerStatus) error {
+	fields := map[string]any{"schedulerObservedGeneration": st.observedGeneration}
+	if st.cond.Type != "" {
+		fields["conditions"] = []metav1.Condition{st.cond}
+	}
+	if st.lastScheduled != nil {
+		fields["lastScheduledTime"] = st.lastScheduled
+	}
+	if st.affinityName != "" {
+		fields["schedulerObservingAffinityName"] = st.affinityName
 	}
 	return bindings.ApplyStatus(ctx, r.Client, rb, FieldOwner, fields)
 }
@@ -212,10 +239,10 @@ func (r *Reconciler) failed(ctx context.Context, rb client.Object, reason, msg s
 	}
 	unschedulable.Inc()
 	r.event(rb, corev1.EventTypeWarning, wellknown.EventReasonScheduleBindingFailed, msg)
-	return bindings.ApplyStatus(ctx, r.Client, rb, FieldOwner, map[string]any{
-		"conditions":                  []metav1.Condition{bindings.Condition(status.Conditions, cond)},
-		"schedulerObservedGeneration": rb.GetGeneration(),
-	})
+	st := currentStatus(status)
+	st.cond = bindings.Condition(status.Conditions, cond)
+	st.observedGeneration = rb.GetGeneration()
+	return r.applyStatus(ctx, rb, st)
 }
 
 // event records an event on the binding and on its template.

@@ -7,7 +7,6 @@ package workstatus
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,9 +24,6 @@ import (
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/member"
 )
-
-// FieldOwner is the field manager of status.manifestStatuses on Works.
-const FieldOwner = "flotilla-workstatus"
 
 // StatusInterpreter reads status and health from member objects.
 type StatusInterpreter interface {
@@ -112,23 +108,13 @@ func rawEqual(a, b *runtime.RawExtension) bool {
 	return equality.Semantic.DeepEqual(x, y)
 }
 
-// apply writes status.manifestStatuses with server-side apply, as its own field manager, so
-// that it never races the execution controller's Applied condition.
+// apply writes status.manifestStatuses. This controller is their only writer once they
+// exist (the execution controller writes the first ones), so a merge patch of that field
+// overwrites no one.
 func (r *WorkReconciler) apply(ctx context.Context, work *workv1alpha1.Work, statuses []workv1alpha1.ManifestStatus) error {
-	data, err := json.Marshal(map[string]any{
-		"apiVersion": workv1alpha1.GroupVersion.String(), "kind": "Work",
-		"metadata": map[string]any{"namespace": work.Namespace, "name": work.Name},
-		"status":   map[string]any{"manifestStatuses": statuses},
-	})
-	if err != nil {
-		return err
-	}
-	ac := &unstructured.Unstructured{}
-	if err := ac.UnmarshalJSON(data); err != nil {
-		return fmt.Errorf("encoding manifest statuses: %w", err)
-	}
-	err = r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(ac), client.FieldOwner(FieldOwner), client.ForceOwnership)
-	return client.IgnoreNotFound(err)
+	before := work.DeepCopy()
+	work.Status.ManifestStatuses = statuses
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, work, client.MergeFrom(before)))
 }
 
 // SetupWithManager registers the controller.

@@ -28,6 +28,8 @@ func TestE2E(t *testing.T) {
 		t.Skip("starts a fleet of real clusters")
 	}
 	RegisterFailHandler(Fail)
+	// Eventually(...).WithContext(ctx) must still time out after the default.
+	EnforceDefaultTimeoutsWhenUsingContexts()
 	SetDefaultEventuallyTimeout(90 * time.Second)
 	SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
 	RunSpecs(t, "End-to-end suite")
