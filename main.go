@@ -102,6 +102,7 @@ func run(cfg *rest.Config, o options) error {
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  flotillascheme.New(),
+		Cache:                   controllers.CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
@@ -21,6 +22,12 @@ import (
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
+
+// CacheOptions are the manager's cache options: objects are cached without managedFields,
+// which server-side apply makes large and no reconciler reads.
+func CacheOptions() cache.Options {
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+}
 
 // Options configure the reconcilers. Zero values take the defaults in DefaultOptions.
 type Options struct {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
@@ -86,6 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	var renderErrs []error
+	var written []string
 	wanted := map[string]bool{}
 	if len(spec.Clusters) > 0 {
 		tmpl := &unstructured.Unstructured{}
@@ -113,10 +115,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				renderErrs = append(renderErrs, fmt.Errorf("cluster %s: %w", tc.Name, err))
 				continue
 			}
-			if err := r.apply(ctx, existing[tc.Name], work); err != nil {
+			changed, err := r.apply(ctx, existing[tc.Name], work)
+			if err != nil {
 				r.Recorder.Eventf(rb, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkFailed, "SyncWork",
 					"Cannot write Work %s/%s: %v", work.Namespace, work.Name, err)
 				return ctrl.Result{}, err
+			}
+			if changed {
+				written = append(written, tc.Name)
 			}
 		}
 	}
@@ -127,6 +133,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 			log.Info("Removed Work of a cluster no longer scheduled", "Cluster", name, "Work", w.Name)
 		}
+	}
+	if len(written) > 0 {
+		r.Recorder.Eventf(rb, nil, corev1.EventTypeNormal, wellknown.EventReasonSyncWorkSucceed, "SyncWork",
+			"Synced Works to %s", strings.Join(written, ", "))
 	}
 	return ctrl.Result{}, r.setOverridden(ctx, rb, errors.Join(renderErrs...))
 }
@@ -229,15 +239,16 @@ func retainsReplicas(tmpl *unstructured.Unstructured) bool {
 	return tmpl.GetLabels()[wellknown.RetainReplicasLabel] == "true"
 }
 
-// apply creates the Work, or patches it when it differs from what is wanted.
-func (r *Reconciler) apply(ctx context.Context, cur, want *workv1alpha1.Work) error {
+// apply creates the Work, or patches it when it differs from what is wanted, and reports
+// whether it wrote.
+func (r *Reconciler) apply(ctx context.Context, cur, want *workv1alpha1.Work) (bool, error) {
 	if cur == nil {
 		controllerutil.AddFinalizer(want, wellknown.ExecutionControllerFinalizer)
 		want.Labels[wellknown.WorkPermanentIDLabel] = string(uuidFor(want))
-		return r.Client.Create(ctx, want)
+		return true, r.Client.Create(ctx, want)
 	}
 	if cur.DeletionTimestamp != nil {
-		return fmt.Errorf("work %s/%s is being deleted; will recreate it once it is gone", cur.Namespace, cur.Name)
+		return false, fmt.Errorf("work %s/%s is being deleted; will recreate it once it is gone", cur.Namespace, cur.Name)
 	}
 	before := cur.DeepCopy()
 	for k, v := range want.Labels {
@@ -258,9 +269,9 @@ func (r *Reconciler) apply(ctx context.Context, cur, want *workv1alpha1.Work) er
 	cur.Spec.SuspendDispatching = want.Spec.SuspendDispatching
 	cur.Spec.PreserveResourcesOnDeletion = want.Spec.PreserveResourcesOnDeletion
 	if equality.Semantic.DeepEqual(before, cur) {
-		return nil
+		return false, nil
 	}
-	return r.Client.Patch(ctx, cur, client.MergeFrom(before))
+	return true, r.Client.Patch(ctx, cur, client.MergeFrom(before))
 }
 
 func manifestsEqual(a, b []workv1alpha1.Manifest) bool {

@@ -3,8 +3,10 @@ package detector
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +47,9 @@ type Reconciler struct {
 
 	// warned holds templates that got the "no policy" warning, so it is sent once.
 	warned sync.Map
+	// created holds the bindings this detector created recently (key → time), so that a
+	// reconcile racing the cache neither reads the template nor tries to create it again.
+	created sync.Map
 }
 
 // +kubebuilder:rbac:groups=policy.karmada.io,resources=propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch;update;patch
@@ -107,16 +112,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 	}
 	r.warned.Delete(key)
 	p := choice.Policy
-	if p.PermanentID == "" {
-		// The policy reconciler labels new policies; their update brings the template back.
-		log.V(1).Info("Policy has no permanent-id label yet; waiting", "policy", p.String())
-		return ctrl.Result{}, nil
-	}
 
 	if err := r.claim(ctx, tmpl, p); err != nil {
 		return ctrl.Result{}, err
 	}
 	changed, err := r.ensureBinding(ctx, tmpl, p)
+	if errors.Is(err, errRetry) {
+		return ctrl.Result{RequeueAfter: retryAfter}, nil
+	}
 	if err != nil {
 		r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, wellknown.EventReasonApplyPolicyFailed, "Propagate",
 			"Cannot apply %s: %v", p, err)
@@ -167,7 +170,7 @@ func (r *Reconciler) candidatePolicies(ctx context.Context, namespace string) ([
 		for i := range pps.Items {
 			pp := &pps.Items[i]
 			out = append(out, &policymatch.Policy{Namespace: pp.Namespace, Name: pp.Name, Spec: &pp.Spec,
-				PermanentID: pp.Labels[wellknown.PropagationPolicyPermanentIDLabel], Deleting: pp.DeletionTimestamp != nil})
+				PermanentID: PermanentID(pp, wellknown.PropagationPolicyPermanentIDLabel), Deleting: pp.DeletionTimestamp != nil})
 		}
 	}
 	cpps := &policyv1alpha1.ClusterPropagationPolicyList{}
@@ -177,7 +180,7 @@ func (r *Reconciler) candidatePolicies(ctx context.Context, namespace string) ([
 	for i := range cpps.Items {
 		cpp := &cpps.Items[i]
 		out = append(out, &policymatch.Policy{Name: cpp.Name, Spec: &cpp.Spec,
-			PermanentID: cpp.Labels[wellknown.ClusterPropagationPolicyPermanentIDLabel], Deleting: cpp.DeletionTimestamp != nil})
+			PermanentID: PermanentID(cpp, wellknown.ClusterPropagationPolicyPermanentIDLabel), Deleting: cpp.DeletionTimestamp != nil})
 	}
 	return out, nil
 }
@@ -270,6 +273,7 @@ func (r *Reconciler) unclaim(ctx context.Context, tmpl *metav1.PartialObjectMeta
 // deleteBinding deletes the template's binding. With preserve, the binding is first marked
 // preserveResourcesOnDeletion so that the binding controller leaves the member objects.
 func (r *Reconciler) deleteBinding(ctx context.Context, key Key, preserve bool) error {
+	r.created.Delete(key)
 	rb := newBinding(key)
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(rb), rb); err != nil {
 		return client.IgnoreNotFound(err)
@@ -319,6 +323,13 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	if err != nil && !apierrors.IsNotFound(err) {
 		return false, err
 	}
+	if !exists {
+		if at, ok := r.created.Load(key); ok && time.Since(at.(time.Time)) < createdTTL {
+			return false, errRetry
+		}
+	} else {
+		r.created.Delete(key)
+	}
 	if exists && rb.GetDeletionTimestamp() != nil {
 		// Wait for the old binding to go; its deletion brings the template back.
 		return false, nil
@@ -367,7 +378,16 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 		desired.SetLabels(l)
 		// The binding controller's finalizer, set now to save it a write.
 		desired.SetFinalizers([]string{wellknown.BindingControllerFinalizer})
-		if err := r.Client.Create(ctx, desired); err != nil {
+		err := r.Client.Create(ctx, desired)
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			r.created.Store(key, time.Now())
+		}
+		if err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				// Another reconcile of this template got there first and the cache has not
+				// caught up; look again once it has.
+				return false, errRetry
+			}
 			return false, err
 		}
 		return true, nil
@@ -517,3 +537,23 @@ func mergeMaps(obj, desired client.Object) {
 }
 
 func newUUID() types.UID { return types.UID(uuid.NewString()) }
+
+// errRetry asks Reconcile to look again shortly without reporting an error.
+var errRetry = errors.New("retry")
+
+const (
+	// retryAfter is how long to wait for the cache to catch up with a write of ours.
+	retryAfter = 200 * time.Millisecond
+	// createdTTL bounds how long a created binding that the cache does not show yet is
+	// trusted to be on its way.
+	createdTTL = 10 * time.Second
+)
+
+// PermanentID is a policy's permanent id: its permanent-id label, which the policy labeler
+// sets to the policy's UID, or the UID itself before the label is written.
+func PermanentID(o client.Object, label string) string {
+	if id := o.GetLabels()[label]; id != "" {
+		return id
+	}
+	return string(o.GetUID())
+}

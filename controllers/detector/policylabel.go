@@ -15,8 +15,9 @@ import (
 )
 
 // policyLabeler gives every PropagationPolicy and ClusterPropagationPolicy its permanent-id
-// label, which Karmada's webhook sets on create. The detector writes it to the templates a
-// policy claims.
+// label, which Karmada's webhook sets on create: the policy's UID, so the detector can use
+// the same id before the label is written. The detector writes it to the templates a policy
+// claims.
 type policyLabeler struct {
 	Client client.Client
 }
@@ -58,7 +59,7 @@ func labelerFor(p *policyLabeler, newObj func() client.Object) labelerFunc {
 		if obj.GetLabels()[key] != "" {
 			return ctrl.Result{}, nil
 		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{key: string(newUUID())}}})
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{key: string(obj.GetUID())}}})
 		if err != nil {
 			return ctrl.Result{}, err
 		}

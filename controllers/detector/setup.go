@@ -51,13 +51,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 
 	if err := c.Watch(source.TypedKind[*policyv1alpha1.PropagationPolicy, Key](mgr.GetCache(), &policyv1alpha1.PropagationPolicy{},
 		handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, pp *policyv1alpha1.PropagationPolicy) []Key {
-			return r.templatesOfPolicy(ctx, pp.Namespace, &pp.Spec, wellknown.PropagationPolicyPermanentIDLabel, pp.Labels[wellknown.PropagationPolicyPermanentIDLabel])
+			return r.templatesOfPolicy(ctx, pp.Namespace, &pp.Spec, wellknown.PropagationPolicyPermanentIDLabel, PermanentID(pp, wellknown.PropagationPolicyPermanentIDLabel))
 		}), policyChanged[*policyv1alpha1.PropagationPolicy]())); err != nil {
 		return err
 	}
 	if err := c.Watch(source.TypedKind[*policyv1alpha1.ClusterPropagationPolicy, Key](mgr.GetCache(), &policyv1alpha1.ClusterPropagationPolicy{},
 		handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, cpp *policyv1alpha1.ClusterPropagationPolicy) []Key {
-			return r.templatesOfPolicy(ctx, "", &cpp.Spec, wellknown.ClusterPropagationPolicyPermanentIDLabel, cpp.Labels[wellknown.ClusterPropagationPolicyPermanentIDLabel])
+			return r.templatesOfPolicy(ctx, "", &cpp.Spec, wellknown.ClusterPropagationPolicyPermanentIDLabel, PermanentID(cpp, wellknown.ClusterPropagationPolicyPermanentIDLabel))
 		}), policyChanged[*policyv1alpha1.ClusterPropagationPolicy]())); err != nil {
 		return err
 	}

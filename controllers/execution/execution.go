@@ -360,10 +360,8 @@ func (r *Reconciler) setApplied(ctx context.Context, work *workv1alpha1.Work, st
 	}
 	cond := metav1.Condition{Type: wellknown.WorkConditionApplied, Status: status, Reason: reason, Message: msg,
 		ObservedGeneration: work.Generation}
-	switch status {
-	case metav1.ConditionTrue:
-		r.Recorder.Eventf(work, nil, corev1.EventTypeNormal, wellknown.EventReasonSyncWorkSucceed, "Apply", "Applied to member cluster")
-	case metav1.ConditionFalse:
+	// Success is reported once per binding sync by the binding controller; failures here.
+	if status == metav1.ConditionFalse {
 		r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkFailed, "Apply", "%s", msg)
 	}
 	// The execution controller is the only writer of Work conditions, and the work-status

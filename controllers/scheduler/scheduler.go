@@ -119,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	cond := bindings.Condition(status.Conditions, metav1.Condition{Type: wellknown.ConditionScheduled, Status: metav1.ConditionTrue,
 		Reason: wellknown.ReasonBindingScheduled, Message: msg, ObservedGeneration: rb.GetGeneration()})
 	if err := r.applyStatus(ctx, rb, schedulerStatus{cond: cond, lastScheduled: &now,
-		observedGeneration: rb.GetGeneration(), affinityName: result.AffinityName}); err != nil {
+		observedGeneration: rb.GetGeneration(), affinityName: result.AffinityName}, false); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.event(rb, corev1.EventTypeNormal, wellknown.EventReasonScheduleBindingSucceed, msg)
@@ -184,16 +184,24 @@ func (r *Reconciler) clusters(ctx context.Context) ([]*clusterv1alpha1.Cluster, 
 
 // observe records that the scheduler saw the binding's generation, without rescheduling.
 func (r *Reconciler) observe(ctx context.Context, rb client.Object) error {
-	status := bindings.Status(rb)
-	if status.SchedulerObservedGeneration == rb.GetGeneration() || len(bindings.Spec(rb).Clusters) == 0 {
+	spec, status := bindings.Spec(rb), bindings.Status(rb)
+	if len(spec.Clusters) == 0 {
 		return nil
 	}
 	st := currentStatus(status)
-	st.observedGeneration = rb.GetGeneration()
-	if st.cond.Status == metav1.ConditionTrue {
-		st.cond.ObservedGeneration = rb.GetGeneration()
+	cond := metav1.Condition{Type: wellknown.ConditionScheduled, Status: metav1.ConditionTrue, Reason: wellknown.ReasonBindingScheduled,
+		Message: fmt.Sprintf("Binding has been scheduled to %s", describe(spec.Clusters)), ObservedGeneration: rb.GetGeneration()}
+	if status.SchedulerObservedGeneration == rb.GetGeneration() && bindings.ConditionCurrent(status.Conditions, cond) {
+		return nil
 	}
-	return r.applyStatus(ctx, rb, st)
+	// Also repairs a status write that failed after spec.clusters was written.
+	st.cond = bindings.Condition(status.Conditions, cond)
+	st.observedGeneration = rb.GetGeneration()
+	if st.lastScheduled == nil {
+		now := metav1.NewTime(r.now())
+		st.lastScheduled = &now
+	}
+	return r.applyStatus(ctx, rb, st, true)
 }
 
 // schedulerStatus is every status field the scheduler owns. Server-side apply removes a
@@ -214,7 +222,10 @@ func currentStatus(status *workv1alpha2.ResourceBindingStatus) schedulerStatus {
 	return st
 }
 
-func (r *Reconciler) applyStatus(ctx context.Context, rb client.Object, st schedulerStatus) error {
+// applyStatus writes the scheduler's status fields. With ifCurrent, rb's resourceVersion is a
+// precondition: fields kept from a stale cached binding then conflict and are retried instead
+// of putting old values back.
+func (r *Reconciler) applyStatus(ctx context.Context, rb client.Object, st schedulerStatus, ifCurrent bool) error {
 	fields := map[string]any{"schedulerObservedGeneration": st.observedGeneration}
 	if st.cond.Type != "" {
 		fields["conditions"] = []metav1.Condition{st.cond}
@@ -224,6 +235,9 @@ func (r *Reconciler) applyStatus(ctx context.Context, rb client.Object, st sched
 	}
 	if st.affinityName != "" {
 		fields["schedulerObservingAffinityName"] = st.affinityName
+	}
+	if ifCurrent {
+		return bindings.ApplyStatusIfCurrent(ctx, r.Client, rb, FieldOwner, fields)
 	}
 	return bindings.ApplyStatus(ctx, r.Client, rb, FieldOwner, fields)
 }
@@ -242,7 +256,7 @@ func (r *Reconciler) failed(ctx context.Context, rb client.Object, reason, msg s
 	st := currentStatus(status)
 	st.cond = bindings.Condition(status.Conditions, cond)
 	st.observedGeneration = rb.GetGeneration()
-	return r.applyStatus(ctx, rb, st)
+	return r.applyStatus(ctx, rb, st, true)
 }
 
 // event records an event on the binding and on its template.

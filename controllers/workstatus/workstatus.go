@@ -10,15 +10,19 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/internal/bindings"
@@ -52,6 +56,12 @@ func (r *WorkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if work.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	if c := meta.FindStatusCondition(work.Status.Conditions, wellknown.WorkConditionApplied); c == nil ||
+		c.ObservedGeneration != work.Generation || c.Status != metav1.ConditionTrue {
+		// The execution controller writes the first statuses with the Applied condition; its
+		// status write brings the Work back here.
 		return ctrl.Result{}, nil
 	}
 	m, err := r.Members.Get(cluster)
@@ -121,7 +131,24 @@ func (r *WorkReconciler) apply(ctx context.Context, work *workv1alpha1.Work, sta
 func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("workstatus").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		For(&workv1alpha1.Work{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&workv1alpha1.Work{}, builder.WithPredicates(appliedChanged())).
 		WatchesRawSource(source.Channel(r.Members.Subscribe(), execution.MemberEventHandler(mgr.GetClient()))).
 		Complete(r)
+}
+
+// appliedChanged passes Work creates, spec changes, and changes of the Applied condition (the
+// execution controller's first status write hands the Work over to this controller).
+func appliedChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*workv1alpha1.Work), e.ObjectNew.(*workv1alpha1.Work)
+			if o.Generation != n.Generation {
+				return true
+			}
+			oc := meta.FindStatusCondition(o.Status.Conditions, wellknown.WorkConditionApplied)
+			nc := meta.FindStatusCondition(n.Status.Conditions, wellknown.WorkConditionApplied)
+			return (oc == nil) != (nc == nil) || (oc != nil && (oc.Status != nc.Status || oc.ObservedGeneration != nc.ObservedGeneration))
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }

@@ -141,8 +141,20 @@ func WorkBindingLabel(o client.Object) string { return PermanentIDLabel(o) }
 // ApplyStatus server-side applies status fields of a binding as fieldOwner. Each controller
 // owns its own fields and condition types (conditions are a map list keyed by type), so
 // concurrent writers never overwrite each other, as a JSON merge patch of the whole
-// conditions list would.
+// conditions list would. Server-side apply removes fields the owner applied before and leaves
+// out now, so callers pass every field they own.
 func ApplyStatus(ctx context.Context, c client.Client, rb client.Object, fieldOwner string, status map[string]any) error {
+	return applyStatus(ctx, c, rb, fieldOwner, status, "")
+}
+
+// ApplyStatusIfCurrent is ApplyStatus with rb's resourceVersion as a precondition: when the
+// fields were derived from a cached binding that is no longer current, the write fails with a
+// conflict (and the reconcile is retried on fresh data) instead of putting old values back.
+func ApplyStatusIfCurrent(ctx context.Context, c client.Client, rb client.Object, fieldOwner string, status map[string]any) error {
+	return applyStatus(ctx, c, rb, fieldOwner, status, rb.GetResourceVersion())
+}
+
+func applyStatus(ctx context.Context, c client.Client, rb client.Object, fieldOwner string, status map[string]any, resourceVersion string) error {
 	gvk := workv1alpha2.GroupVersion.WithKind(Kind(rb))
 	ac := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": gvk.GroupVersion().String(),
@@ -151,6 +163,9 @@ func ApplyStatus(ctx context.Context, c client.Client, rb client.Object, fieldOw
 	}}
 	if ns := rb.GetNamespace(); ns != "" {
 		ac.SetNamespace(ns)
+	}
+	if resourceVersion != "" {
+		ac.SetResourceVersion(resourceVersion)
 	}
 	data, err := json.Marshal(status)
 	if err != nil {

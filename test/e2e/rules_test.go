@@ -98,10 +98,7 @@ var _ = Describe("Propagation rules", func() {
 
 		// A new policy takes the template over, and the managed member object with it.
 		Expect(env.Host.Create(ctx, policyTo(ns, "second", false, "member2"))).To(Succeed())
-		cm := &corev1.ConfigMap{}
-		Expect(env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "cm"}, cm)).To(Succeed())
-		cm.Data["key"] = "v2"
-		Expect(env.Host.Update(ctx, cm)).To(Succeed())
+		setValue(ctx, ns, "cm", "v2")
 		Eventually(memberValue(ctx, "member2", ns, "cm")).WithContext(ctx).Should(Equal("v2"))
 	})
 
@@ -119,10 +116,7 @@ var _ = Describe("Propagation rules", func() {
 			return env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "cm-configmap"}, &workv1alpha2.ResourceBinding{})
 		}).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound))
 
-		cm := &corev1.ConfigMap{}
-		Expect(env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "cm"}, cm)).To(Succeed())
-		cm.Data["key"] = "v2"
-		Expect(env.Host.Update(ctx, cm)).To(Succeed())
+		setValue(ctx, ns, "cm", "v2")
 		Consistently(memberValue(ctx, "member3", ns, "cm")).WithContext(ctx).WithTimeout(3 * time.Second).Should(Equal("v1"))
 	})
 
@@ -145,10 +139,11 @@ var _ = Describe("Propagation rules", func() {
 		}).WithContext(ctx).Should(Succeed())
 		Expect(memberValue(ctx, "member1", ns, "theirs")()).To(Equal("original"))
 
+		// As `kubectl annotate` would: a patch, not an update that races the detector's claim.
 		cm := &corev1.ConfigMap{}
 		Expect(env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "theirs"}, cm)).To(Succeed())
-		cm.Annotations = map[string]string{wellknown.ConflictResolutionAnnotation: wellknown.ConflictResolutionOverwrite}
-		Expect(env.Host.Update(ctx, cm)).To(Succeed())
+		patch := []byte(`{"metadata":{"annotations":{"` + wellknown.ConflictResolutionAnnotation + `":"` + wellknown.ConflictResolutionOverwrite + `"}}}`)
+		Expect(env.Host.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 		Eventually(memberValue(ctx, "member1", ns, "theirs")).WithContext(ctx).Should(Equal("ours"))
 	})
 
@@ -224,6 +219,14 @@ var _ = Describe("Host hold", func() {
 		Expect(err.Error()).To(ContainSubstring(wellknown.PropagationLabel))
 	})
 })
+
+// setValue changes a template ConfigMap's value with a merge patch, as `kubectl patch` would.
+func setValue(ctx context.Context, ns, name, value string) {
+	cm := &corev1.ConfigMap{}
+	ExpectWithOffset(1, env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cm)).To(Succeed())
+	patch := []byte(`{"data":{"key":"` + value + `"}}`)
+	ExpectWithOffset(1, env.Host.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+}
 
 func count(ctx context.Context, list client.ObjectList, ns string) int {
 	ExpectWithOffset(1, env.Host.List(ctx, list, client.InNamespace(ns))).To(Succeed())
