@@ -93,13 +93,21 @@ GO
   mv "$CACHE/.tmp-build/etcd" "$CACHE/etcd"
 fi
 
-if [[ ! -x "$CACHE/kwok" || ! -s "$CACHE/kwok-stages.yaml" ]]; then
+if [[ ! -x "$CACHE/kwok" ]]; then
   log "building kwok $KWOK_VERSION"
   GOBIN="$CACHE/.tmp-build" GOFLAGS= go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
   mv "$CACHE/.tmp-build/kwok" "$CACHE/kwok"
+fi
+
+# kwok's stages: nodes become Ready and keep renewing their lease and conditions like a
+# kubelet (without the heartbeat, kube-controller-manager marks them unknown after its grace
+# period and every Pod goes NotReady); pods become Ready, complete and are deleted.
+if ! grep -q node-heartbeat-with-lease "$CACHE/kwok-stages.yaml" 2>/dev/null; then
   src="$(go env GOMODCACHE)/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage"
+  [[ -d "$src" ]] || (cd "$CACHE" && GOFLAGS=-mod=mod go mod download "sigs.k8s.io/kwok@$KWOK_VERSION")
   {
-    for f in node/fast/node-initialize.yaml pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+    for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+      pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
       echo "---"
       cat "$src/$f"
     done

@@ -172,7 +172,9 @@ func (r *Reconciler) now() time.Time {
 
 func (r *Reconciler) clusters(ctx context.Context) ([]*clusterv1alpha1.Cluster, error) {
 	list := &clusterv1alpha1.ClusterList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	// The cycle only reads the Clusters; skip copying every Cluster out of the cache for
+	// every binding.
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	out := make([]*clusterv1alpha1.Cluster, len(list.Items))

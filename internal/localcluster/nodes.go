@@ -205,6 +205,9 @@ func (c *Cluster) kwokComponent() component {
 		"--cidr=10.0.0.1/24",
 		"--node-ip=10.0.0.1",
 		"--server-address=127.0.0.1:0",
+		// Renew node leases like a kubelet, so the node lifecycle controller keeps the fake
+		// nodes (and their Pods) Ready for as long as the cluster runs.
+		"--node-lease-duration-seconds=40",
 	)
 }
 

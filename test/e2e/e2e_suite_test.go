@@ -30,7 +30,7 @@ func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
 	// Eventually(...).WithContext(ctx) must still time out after the default.
 	EnforceDefaultTimeoutsWhenUsingContexts()
-	SetDefaultEventuallyTimeout(90 * time.Second)
+	SetDefaultEventuallyTimeout(2 * time.Minute)
 	SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
 	RunSpecs(t, "End-to-end suite")
 }

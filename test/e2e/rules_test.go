@@ -167,6 +167,15 @@ var _ = Describe("Propagation rules", func() {
 var _ = Describe("Host hold", func() {
 	It("keeps workloads in opted-in namespaces from running on the host", func(ctx context.Context) {
 		ns := templateNamespace(ctx, "e2e-hold")
+		// The manager applies the hold at start-up; wait until the apiserver enforces it, as
+		// an admin would check before opting namespaces in.
+		Eventually(func(g Gomega) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+			err := env.Host.Create(ctx, pod, client.DryRunAll)
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(err.Error()).To(ContainSubstring(wellknown.PropagationLabel))
+		}).WithContext(ctx).Should(Succeed())
 		plain := "e2e-hold-control"
 		Expect(env.Host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plain}})).To(Succeed())
 
