@@ -112,6 +112,14 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.optIn(ctx, "default"); err != nil {
 		return err
 	}
+	if err := d.wait(ctx, "the host hold enforced in default (no Pods run on the host)", func(ctx context.Context) (bool, error) {
+		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "flotilla-hold-probe"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		err := d.host.Create(ctx, probe, client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), wellknown.PropagationLabel), nil
+	}); err != nil {
+		return err
+	}
 	if err := d.weightedPipy(ctx); err != nil {
 		return err
 	}
