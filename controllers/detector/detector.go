@@ -24,6 +24,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/policymatch"
 )
 
@@ -282,7 +283,7 @@ func (r *Reconciler) deleteBinding(ctx context.Context, key Key, preserve bool) 
 		return nil
 	}
 	if preserve {
-		spec := bindingSpec(rb)
+		spec := bindings.Spec(rb)
 		if !ptr.Deref(spec.PreserveResourcesOnDeletion, false) {
 			patch := []byte(`{"spec":{"preserveResourcesOnDeletion":true}}`)
 			if err := r.Client.Patch(ctx, rb, client.RawPatch(types.MergePatchType, patch)); err != nil {
@@ -301,16 +302,6 @@ func newBinding(key Key) client.Object {
 		return &workv1alpha2.ClusterResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	}
 	return &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: name}}
-}
-
-func bindingSpec(o client.Object) *workv1alpha2.ResourceBindingSpec {
-	switch b := o.(type) {
-	case *workv1alpha2.ResourceBinding:
-		return &b.Spec
-	case *workv1alpha2.ClusterResourceBinding:
-		return &b.Spec
-	}
-	return nil
 }
 
 // ensureBinding creates or updates the template's binding. It reads the whole template only
@@ -359,7 +350,7 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 		APIVersion: full.GetAPIVersion(), Kind: full.GetKind(), Name: full.GetName(), UID: full.GetUID(),
 		Controller: ptr.To(true),
 	}})
-	spec := bindingSpec(desired)
+	spec := bindings.Spec(desired)
 	*spec = policySide
 	spec.Resource = workv1alpha2.ObjectReference{
 		APIVersion: full.GetAPIVersion(), Kind: full.GetKind(), Namespace: full.GetNamespace(), Name: full.GetName(),
@@ -397,7 +388,7 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	before := rb.DeepCopyObject().(client.Object)
 	mergeMaps(rb, desired)
 	rb.SetOwnerReferences(desired.GetOwnerReferences())
-	cur := bindingSpec(rb)
+	cur := bindings.Spec(rb)
 	cur.Resource = spec.Resource
 	cur.Replicas = spec.Replicas
 	cur.ReplicaRequirements = spec.ReplicaRequirements
@@ -463,7 +454,7 @@ func bindingCurrent(rb client.Object, tmpl *metav1.PartialObjectMetadata, p *pol
 			return false
 		}
 	}
-	spec := bindingSpec(rb)
+	spec := bindings.Spec(rb)
 	if spec.Resource.UID != tmpl.UID {
 		return false
 	}

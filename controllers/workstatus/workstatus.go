@@ -30,10 +30,7 @@ import (
 )
 
 // StatusInterpreter reads status and health from member objects.
-type StatusInterpreter interface {
-	ReflectStatus(obj *unstructured.Unstructured) (*runtime.RawExtension, error)
-	Health(obj *unstructured.Unstructured) workv1alpha1.ResourceHealth
-}
+type StatusInterpreter = execution.StatusInterpreter
 
 // WorkReconciler reflects member status into Works.
 type WorkReconciler struct {
