@@ -16,6 +16,7 @@ import (
 // +kubebuilder:printcolumn:name="SCHEDULED",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`
 // +kubebuilder:printcolumn:name="FULLYAPPLIED",type=string,JSONPath=`.status.conditions[?(@.type=="FullyApplied")].status`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="CLUSTERS",type=string,JSONPath=`.spec.clusters[*].name`,priority=1
 
 // ResourceBinding binds a namespaced template to the clusters it is scheduled on.
 type ResourceBinding struct {
@@ -37,6 +38,7 @@ type ResourceBinding struct {
 // +kubebuilder:printcolumn:name="SCHEDULED",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`
 // +kubebuilder:printcolumn:name="FULLYAPPLIED",type=string,JSONPath=`.status.conditions[?(@.type=="FullyApplied")].status`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="CLUSTERS",type=string,JSONPath=`.spec.clusters[*].name`,priority=1
 
 // ClusterResourceBinding binds a template to clusters; it serves cluster-scoped templates and
 // templates claimed by a ClusterPropagationPolicy.
