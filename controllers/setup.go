@@ -4,7 +4,11 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -20,6 +24,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/memberqueue"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
@@ -46,10 +51,23 @@ type Options struct {
 	EnableEmptyWorkloadPropagation bool
 	// SchedulerName is the scheduler name this manager answers to.
 	SchedulerName string
+	// MemberWorkers is how many Works of one member cluster are applied at once, on workers
+	// of that member's own (a slow member never holds the others' workers).
+	MemberWorkers int
+}
+
+// HostID identifies the host cluster on the member objects it manages: the UID of its
+// kube-system namespace, which lives as long as the cluster.
+func HostID(ctx context.Context, r client.Reader) (string, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
+		return "", fmt.Errorf("reading the host's id (the UID of namespace %s): %w", metav1.NamespaceSystem, err)
+	}
+	return string(ns.UID), nil
 }
 
 // DefaultOptions are the defaults of the manager's flags.
-var DefaultOptions = Options{Workers: 8, MemberQPS: 100, MemberBurst: 200, FailureThreshold: 3,
+var DefaultOptions = Options{Workers: 8, MemberQPS: 100, MemberBurst: 200, FailureThreshold: 3, MemberWorkers: memberqueue.DefaultWorkers,
 	ProbeInterval: cluster.DefaultProbeInterval, StatusInterval: cluster.DefaultStatusInterval}
 
 func (o *Options) defaults() {
@@ -80,7 +98,7 @@ func (o *Options) defaults() {
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, error) {
 	o.defaults()
 	members := member.NewManager(mgr.GetScheme(), member.Options{
-		QPS: o.MemberQPS, Burst: o.MemberBurst, FailureThreshold: o.FailureThreshold,
+		QPS: o.MemberQPS, Burst: o.MemberBurst, FailureThreshold: o.FailureThreshold, ProbeInterval: o.ProbeInterval,
 	})
 	interp := interpreter.Interpreter{}
 	if err := binding.SetupIndexes(ctx, mgr); err != nil {
@@ -128,8 +146,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	}); err != nil {
 		return nil, err
 	}
+	hostID, err := HostID(ctx, mgr.GetAPIReader())
+	if err != nil {
+		return nil, err
+	}
 	if err := (&execution.Reconciler{
 		Client: mgr.GetClient(), Members: members, Recorder: mgr.GetEventRecorder("execution-controller"), Interpreter: interp,
+		HostID: hostID, MemberWorkers: o.MemberWorkers,
 	}).SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
 	}

@@ -87,7 +87,16 @@ const (
 	WorkNameAnnotation                   = "work.karmada.io/name"
 	ResourceTemplateUIDAnnotation        = "resourcetemplate.karmada.io/uid"
 	ResourceTemplateGenerationAnnotation = "resourcetemplate.karmada.io/generation"
+	// HostIDAnnotation names the control plane that manages a member object: the UID of the
+	// host's kube-system namespace. An object labelled karmada.io/managed by another control
+	// plane (another Flotilla, or Karmada) is a conflict, not something to take over.
+	HostIDAnnotation = "flotilla.io/host-id"
 )
+
+// KeepWorkloadsAnnotation on a Cluster being deleted leaves the member objects of its Works
+// in place (orphaned) instead of deleting them: `kubectl flotilla unjoin --keep-workloads`
+// sets it before it deletes the Cluster.
+const KeepWorkloadsAnnotation = "flotilla.io/keep-workloads"
 
 // User opt-outs on templates.
 const (

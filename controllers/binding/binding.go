@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
@@ -77,17 +78,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.finalize(ctx, rb)
 	}
 	if !controllerutil.ContainsFinalizer(rb, wellknown.BindingControllerFinalizer) {
+		// A binding written by someone else than the detector: add the finalizer and go on
+		// (the patch changes no generation, so it is not an event that comes back here).
 		patch := client.MergeFrom(rb.DeepCopyObject().(client.Object))
 		controllerutil.AddFinalizer(rb, wellknown.BindingControllerFinalizer)
-		return ctrl.Result{}, r.Client.Patch(ctx, rb, patch)
+		if err := r.Client.Patch(ctx, rb, patch); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
 	}
 
 	existing, err := r.works(ctx, rb)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var renderErrs []error
+	var renderErrs, writeErrs []error
 	var written []string
+	var waiting bool
 	wanted := map[string]bool{}
 	if len(spec.Clusters) > 0 {
 		tmpl := &unstructured.Unstructured{}
@@ -110,16 +116,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				}
 				return ctrl.Result{}, err
 			}
+			if !cluster.DeletionTimestamp.IsZero() {
+				// The Cluster is being deleted: its controller deletes its Works, and writing
+				// them again would keep it from going. The scheduler moves the binding off it.
+				continue
+			}
 			work, err := r.render(rb, tmpl, cluster, tc.Replicas, cops, ops)
 			if err != nil {
 				renderErrs = append(renderErrs, fmt.Errorf("cluster %s: %w", tc.Name, err))
 				continue
 			}
+			if cur := existing[tc.Name]; cur != nil && cur.DeletionTimestamp != nil {
+				// Its deletion event brings the binding back to write it anew.
+				waiting = true
+				continue
+			}
 			changed, err := r.apply(ctx, existing[tc.Name], work)
 			if err != nil {
+				// One cluster's failure does not hold back the others' Works.
 				r.Recorder.Eventf(rb, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkFailed, "SyncWork",
 					"Cannot write Work %s/%s: %v", work.Namespace, work.Name, err)
-				return ctrl.Result{}, err
+				writeErrs = append(writeErrs, fmt.Errorf("cluster %s: %w", tc.Name, err))
+				continue
 			}
 			if changed {
 				written = append(written, tc.Name)
@@ -127,9 +145,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	for name, w := range existing {
-		if !wanted[name] {
+		if !wanted[name] && w.DeletionTimestamp == nil {
 			if err := client.IgnoreNotFound(r.Client.Delete(ctx, w)); err != nil {
-				return ctrl.Result{}, err
+				writeErrs = append(writeErrs, fmt.Errorf("cluster %s: delete Work: %w", name, err))
+				continue
 			}
 			log.Info("Removed Work of a cluster no longer scheduled", "Cluster", name, "Work", w.Name)
 		}
@@ -138,8 +157,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Recorder.Eventf(rb, nil, corev1.EventTypeNormal, wellknown.EventReasonSyncWorkSucceed, "SyncWork",
 			"Synced Works to %s", strings.Join(written, ", "))
 	}
-	return ctrl.Result{}, r.setOverridden(ctx, rb, errors.Join(renderErrs...))
+	if err := r.setOverridden(ctx, rb, errors.Join(renderErrs...)); err != nil {
+		writeErrs = append(writeErrs, err)
+	}
+	if err := errors.Join(writeErrs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	if waiting {
+		return ctrl.Result{RequeueAfter: workGoneRetry}, nil
+	}
+	return ctrl.Result{}, nil
 }
+
+// workGoneRetry is when a binding waiting for one of its Works to finish deleting looks again,
+// in case the deletion event was missed.
+const workGoneRetry = 10 * time.Second
 
 // works returns the binding's Works by cluster name.
 func (r *Reconciler) works(ctx context.Context, rb client.Object) (map[string]*workv1alpha1.Work, error) {
@@ -246,9 +278,6 @@ func (r *Reconciler) apply(ctx context.Context, cur, want *workv1alpha1.Work) (b
 		controllerutil.AddFinalizer(want, wellknown.ExecutionControllerFinalizer)
 		want.Labels[wellknown.WorkPermanentIDLabel] = string(uuidFor(want))
 		return true, r.Client.Create(ctx, want)
-	}
-	if cur.DeletionTimestamp != nil {
-		return false, fmt.Errorf("work %s/%s is being deleted; will recreate it once it is gone", cur.Namespace, cur.Name)
 	}
 	before := cur.DeepCopy()
 	for k, v := range want.Labels {

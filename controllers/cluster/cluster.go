@@ -39,6 +39,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
@@ -122,22 +123,39 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 
 	opts Options
+	// collections wakes a Cluster whose status collection finished.
+	collections chan event.GenericEvent
 	// members holds what the controller remembers of each member between reconciles.
 	members sync.Map // cluster name → *memberState
 }
 
 // memberState is what the controller remembers of a member between reconciles. Reconciles
-// of one Cluster never run at once, so it needs no lock.
+// of one Cluster never run at once; mu guards what the status collector, which runs in a
+// goroutine of its own, shares with them.
 type memberState struct {
 	// secret is the credentials Secret the connection was built from.
 	secret *corev1.Secret
-	// collectedAt and collectedGeneration date the last status collection.
-	collectedAt         time.Time
-	collectedGeneration int64
 	// healthy is the health seen by the previous reconcile.
 	healthy bool
 	// readiness is the Ready status last reported in an event.
 	readiness metav1.ConditionStatus
+
+	mu sync.Mutex
+	// collectedAt and collectedGeneration date the last status collection started.
+	collectedAt         time.Time
+	collectedGeneration int64
+	// collecting is true while a collection runs.
+	collecting bool
+	// collected is what the last collections found, written into every status.
+	collected collected
+}
+
+// collected is what status collection found; nil or empty fields were not collected.
+type collected struct {
+	version        string
+	apiEnablements []clusterv1alpha1.APIEnablement
+	nodes          *clusterv1alpha1.NodeSummary
+	resources      *clusterv1alpha1.ResourceSummary
 }
 
 // +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters,verbs=get;list;watch;update;patch
@@ -176,15 +194,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	st := r.state(cluster.Name)
-	health, reconnected, err := r.connectAndProbe(ctx, cluster, st)
+	health, reconnected, err := r.connect(ctx, cluster, st)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	status := cluster.Status.DeepCopy()
 	if r.statusDue(cluster, st, health, reconnected) {
-		r.collectStatus(ctx, cluster, st, status)
+		r.startCollection(ctx, cluster, st)
 	}
 	st.healthy = health.Healthy
+	status := cluster.Status.DeepCopy()
+	st.fill(status)
 
 	ready := clusterstatus.ReadyCondition(meta.FindStatusCondition(status.Conditions, wellknown.ClusterConditionReady), health)
 	if err := r.syncTaints(ctx, cluster, ready.Status); err != nil {
@@ -220,11 +239,13 @@ func (r *Reconciler) ensureExecutionNamespace(ctx context.Context, cluster *clus
 	return nil
 }
 
-// connectAndProbe (re)builds the member's connection from the Cluster and its Secret when
-// either changed, and probes it once. reconnected says whether the connection was rebuilt.
-// A Cluster whose credentials cannot make a connection (no Secret, no token) is disconnected
-// and reported through Health.ConnectError; err is only for failures worth a retry.
-func (r *Reconciler) connectAndProbe(ctx context.Context, cluster *clusterv1alpha1.Cluster, st *memberState) (h clusterstatus.Health, reconnected bool, err error) {
+// connect (re)builds the member's connection from the Cluster and its Secret when either
+// changed, and returns the health its probe goroutine last saw (the member connection
+// manager probes every member on a goroutine of its own, so no member I/O happens here).
+// reconnected says whether the connection was rebuilt. A Cluster whose credentials cannot
+// make a connection (no Secret, no token) is disconnected and reported through
+// Health.ConnectError; err is only for failures worth a retry.
+func (r *Reconciler) connect(ctx context.Context, cluster *clusterv1alpha1.Cluster, st *memberState) (h clusterstatus.Health, reconnected bool, err error) {
 	secret, err := r.credentials(ctx, cluster, st)
 	var cfgErr *configError
 	if errors.As(err, &cfgErr) {
@@ -238,8 +259,8 @@ func (r *Reconciler) connectAndProbe(ctx context.Context, cluster *clusterv1alph
 		r.Members.Disconnect(cluster.Name)
 		return clusterstatus.Health{ConnectError: err}, false, nil
 	}
-	s := r.Members.Probe(ctx, cluster.Name)
-	return clusterstatus.Health{Probed: s.Connected, Healthy: s.Healthy, Down: s.Down, Failures: s.Failures, LastError: s.LastError}, reconnected, nil
+	s := r.Members.Status(cluster.Name)
+	return clusterstatus.Health{Probed: !s.ProbedAt.IsZero(), Healthy: s.Healthy, Down: s.Down, Failures: s.Failures, LastError: s.LastError}, reconnected, nil
 }
 
 // configError is a Cluster or Secret that cannot make a connection until someone fixes it.
@@ -290,56 +311,128 @@ func (r *Reconciler) statusDue(cluster *clusterv1alpha1.Cluster, st *memberState
 	if !h.Healthy {
 		return false
 	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	return reconnected || !st.healthy || cluster.Generation != st.collectedGeneration ||
 		r.Clock.Since(st.collectedAt) >= r.opts.StatusInterval
 }
 
-// collectStatus fills status with the member's version, APIs and summaries. What cannot be
-// collected keeps its last value; the failure is logged and recorded as an event, and the
-// next attempt waits for StatusInterval like a success.
-func (r *Reconciler) collectStatus(ctx context.Context, cluster *clusterv1alpha1.Cluster, st *memberState, status *clusterv1alpha1.ClusterStatus) {
-	mem, err := r.Members.Get(cluster.Name)
+// startCollection collects the member's status on a goroutine of its own, unless a
+// collection of this member is running; when it is done, the Cluster is reconciled again to
+// write what it found. A slow member thus never holds the controller's workers.
+func (r *Reconciler) startCollection(ctx context.Context, cluster *clusterv1alpha1.Cluster, st *memberState) {
+	st.mu.Lock()
+	if st.collecting {
+		st.mu.Unlock()
+		return
+	}
+	st.collecting = true
+	st.collectedAt, st.collectedGeneration = r.Clock.Now(), cluster.Generation
+	prev := st.collected.apiEnablements
+	if prev == nil {
+		prev = cluster.Status.APIEnablements
+	}
+	st.mu.Unlock()
+	name, models := cluster.Name, cluster.Spec.ResourceModels
+	// The collection outlives this reconcile; it is bounded by statusCollectionTimeout.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusCollectionTimeout)
+	go func() {
+		defer cancel()
+		found, ok := r.collectStatus(ctx, cluster, name, models, prev)
+		st.mu.Lock()
+		st.collecting = false
+		if ok {
+			st.collected = found
+		} else {
+			st.collected.merge(found)
+		}
+		st.mu.Unlock()
+		r.wake(name)
+	}()
+}
+
+// fill writes what the collections found into status.
+func (st *memberState) fill(status *clusterv1alpha1.ClusterStatus) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	c := st.collected
+	if c.version != "" {
+		status.KubernetesVersion = c.version
+	}
+	if c.apiEnablements != nil {
+		status.APIEnablements = c.apiEnablements
+	}
+	if c.nodes != nil {
+		status.NodeSummary, status.ResourceSummary = c.nodes, c.resources
+	}
+}
+
+// merge takes the fields of found that were collected.
+func (c *collected) merge(found collected) {
+	if found.version != "" {
+		c.version = found.version
+	}
+	if found.apiEnablements != nil {
+		c.apiEnablements = found.apiEnablements
+	}
+	if found.nodes != nil {
+		c.nodes, c.resources = found.nodes, found.resources
+	}
+}
+
+// wake reconciles the Cluster again.
+func (r *Reconciler) wake(name string) {
+	c := &clusterv1alpha1.Cluster{}
+	c.Name = name
+	r.collections <- event.GenericEvent{Object: c}
+}
+
+// collectStatus collects the member's version, APIs and summaries, and reports whether all
+// of it was. What cannot be collected keeps its last value; the failure is logged and
+// recorded as an event, and the next attempt waits for StatusInterval like a success.
+func (r *Reconciler) collectStatus(ctx context.Context, cluster *clusterv1alpha1.Cluster, name string, models []clusterv1alpha1.ResourceModel,
+	previous []clusterv1alpha1.APIEnablement) (collected, bool) {
+	var out collected
+	mem, err := r.Members.Get(name)
 	if err != nil {
-		return // it went down since the probe
+		return out, false // it went down since the probe
 	}
 	log := ctrl.LoggerFrom(ctx)
 	began := r.Clock.Now()
-	st.collectedAt, st.collectedGeneration = began, cluster.Generation
-	ctx, cancel := context.WithTimeout(ctx, statusCollectionTimeout)
-	defer cancel()
 
 	var errs []error
 	dc := discovery.ToDiscoveryInterfaceWithContext(mem.Discovery())
 	if v, err := dc.ServerVersionWithContext(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("get version: %w", err))
 	} else {
-		status.KubernetesVersion = v.GitVersion
+		out.version = v.GitVersion
 	}
-	if enablements, err := apiEnablements(ctx, dc, status.APIEnablements); err != nil {
+	if enablements, err := apiEnablements(ctx, dc, previous); err != nil {
 		errs = append(errs, err)
 	} else {
-		status.APIEnablements = enablements
+		out.apiEnablements = enablements
 	}
 	nodes, resources, err := clusterstatus.Summarize(ctx, clusterstatus.Listers{
 		Nodes: mem.Kube.CoreV1().Nodes().List,
 		Pods:  mem.Kube.CoreV1().Pods(metav1.NamespaceAll).List,
-	}, cluster.Spec.ResourceModels)
+	}, models)
 	if err != nil {
 		errs = append(errs, err)
 	} else {
-		status.NodeSummary, status.ResourceSummary = nodes, resources
+		out.nodes, out.resources = nodes, resources
 	}
 	took := r.Clock.Since(began)
-	observeCollection(cluster.Name, took, len(errs) == 0)
+	observeCollection(name, took, len(errs) == 0)
 
 	if err := errors.Join(errs...); err != nil {
 		log.Error(err, "Cannot collect the member cluster's status; keeping what was collected before")
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, wellknown.EventReasonCollectClusterStatusFailed, "CollectStatus",
 			"Cannot collect the member cluster's status: %v", err)
-		return
+		return out, false
 	}
-	log.V(1).Info("Collected the member cluster's status", "duration", took, "version", status.KubernetesVersion,
-		"nodes", nodes.TotalNum, "apiGroupVersions", len(status.APIEnablements))
+	log.V(1).Info("Collected the member cluster's status", "duration", took, "version", out.version,
+		"nodes", nodes.TotalNum, "apiGroupVersions", len(out.apiEnablements))
+	return out, true
 }
 
 // apiEnablements discovers the member's resources. Group versions whose discovery failed keep
@@ -444,9 +537,8 @@ func (r *Reconciler) finalize(ctx context.Context, cluster *clusterv1alpha1.Clus
 		return ctrl.Result{}, err
 	}
 	if remaining > 0 {
-		// Keep probing: when the member goes down, the execution controller hears of it and
-		// releases the Works it can no longer clean up.
-		r.Members.Probe(ctx, cluster.Name)
+		// The member's probes go on: when it goes down, the execution controller hears of it
+		// and releases the Works it can no longer clean up.
 		ctrl.LoggerFrom(ctx).Info("Waiting for the deleted Cluster's Works to go", "remaining", remaining)
 		return ctrl.Result{RequeueAfter: WorkDeletionPollInterval}, nil
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 )
@@ -46,10 +47,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &clusterv1alpha1.Cluster{}, IndexClusterBySecret, secretRefKey); err != nil {
 		return err
 	}
+	r.collections = make(chan event.GenericEvent, 1024)
+	byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if _, ok := o.(*clusterv1alpha1.Cluster); !ok {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
+	})
 	return ctrl.NewControllerManagedBy(mgr).Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers}).
 		For(&clusterv1alpha1.Cluster{}, builder.WithPredicates(specOrLifecycleChanged())).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersUsingSecret)).
+		// Probes and status collection run on goroutines of their own; their results come
+		// back through these channels.
+		WatchesRawSource(source.Channel(r.Members.SubscribeHealth(), byName)).
+		WatchesRawSource(source.Channel(r.collections, byName)).
 		Complete(r)
 }
 

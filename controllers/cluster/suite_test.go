@@ -86,7 +86,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	members = member.NewManager(scheme, member.Options{FailureThreshold: failureThreshold, ProbeTimeout: probeTimeout})
+	members = member.NewManager(scheme, member.Options{FailureThreshold: failureThreshold, ProbeTimeout: probeTimeout, ProbeInterval: probeInterval})
 	Expect((&cluster.Reconciler{Members: members}).SetupWithManager(mgr, cluster.Options{
 		ProbeInterval: probeInterval, StatusInterval: statusInterval,
 	})).To(Succeed())

@@ -82,6 +82,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 	if tmpl.DeletionTimestamp != nil {
 		return ctrl.Result{}, r.deleteBinding(ctx, key, false)
 	}
+	if terminating, err := r.namespaceTerminating(ctx, tmpl.Namespace); err != nil || terminating {
+		// The namespace is being deleted with everything in it: its templates are going,
+		// whatever order the host deletes them and their policy in, so their member objects
+		// go too (unless the policy preserves them) rather than being unclaimed and kept.
+		return ctrl.Result{}, errors.Join(err, r.deleteBinding(ctx, key, false))
+	}
 
 	inScope, err := r.inScope(ctx, tmpl)
 	if err != nil {
@@ -146,6 +152,18 @@ func (r *Reconciler) inScope(ctx context.Context, tmpl *metav1.PartialObjectMeta
 		return true, nil
 	}
 	return r.namespaceOptedIn(ctx, tmpl.Namespace)
+}
+
+// namespaceTerminating reports whether the template's namespace is being deleted.
+func (r *Reconciler) namespaceTerminating(ctx context.Context, name string) (bool, error) {
+	if name == "" {
+		return false, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return ns.DeletionTimestamp != nil, nil
 }
 
 func (r *Reconciler) namespaceOptedIn(ctx context.Context, name string) (bool, error) {
@@ -458,11 +476,10 @@ func bindingCurrent(rb client.Object, tmpl *metav1.PartialObjectMetadata, p *pol
 	if spec.Resource.UID != tmpl.UID {
 		return false
 	}
-	if tmpl.Generation > 0 {
-		if rb.GetAnnotations()[wellknown.ResourceTemplateGenerationAnnotation] != fmt.Sprint(tmpl.Generation) {
-			return false
-		}
-	} else if spec.Resource.ResourceVersion != tmpl.ResourceVersion {
+	// The resourceVersion, not the generation: a label or annotation edit changes no
+	// generation but must reach the members. Status-only updates do not wake the detector
+	// (see templateChanged), so this does not rewrite bindings for host status churn.
+	if spec.Resource.ResourceVersion != tmpl.ResourceVersion {
 		return false
 	}
 	var susp *workv1alpha2.Suspension

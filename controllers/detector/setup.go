@@ -131,14 +131,15 @@ func policyChanged[T client.Object]() predicate.TypedPredicate[T] {
 	}
 }
 
-// optInChanged passes namespace events where the opt-in label changed.
+// optInChanged passes namespace events where the opt-in label changed or deletion began.
 func optInChanged() predicate.TypedPredicate[*corev1.Namespace] {
 	return predicate.TypedFuncs[*corev1.Namespace]{
 		CreateFunc: func(e event.TypedCreateEvent[*corev1.Namespace]) bool {
 			return e.Object.Labels[wellknown.PropagationLabel] != ""
 		},
 		UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Namespace]) bool {
-			return e.ObjectOld.Labels[wellknown.PropagationLabel] != e.ObjectNew.Labels[wellknown.PropagationLabel]
+			return e.ObjectOld.Labels[wellknown.PropagationLabel] != e.ObjectNew.Labels[wellknown.PropagationLabel] ||
+				(e.ObjectOld.DeletionTimestamp == nil) != (e.ObjectNew.DeletionTimestamp == nil)
 		},
 		DeleteFunc:  func(event.TypedDeleteEvent[*corev1.Namespace]) bool { return false },
 		GenericFunc: func(event.TypedGenericEvent[*corev1.Namespace]) bool { return false },

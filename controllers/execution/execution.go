@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +33,8 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/memberobject"
+	"github.com/flotilla-io/flotilla/internal/memberqueue"
 )
 
 // StatusInterpreter reads status and health from member objects.
@@ -40,18 +43,44 @@ type StatusInterpreter interface {
 	Health(obj *unstructured.Unstructured) workv1alpha1.ResourceHealth
 }
 
-// Reconciler applies Works.
+// Interpreter is what execution needs of the resource interpreter.
+type Interpreter interface {
+	StatusInterpreter
+	// Retain keeps, in the manifest about to be applied, the fields the member owns.
+	Retain(desired, observed *unstructured.Unstructured) (*unstructured.Unstructured, error)
+}
+
+const (
+	// memberDownRetry is when a Work whose member is not connected is looked at again. The
+	// member's reconnect event normally brings it back sooner; this is the safety net.
+	memberDownRetry = 30 * time.Second
+	// requestFailedRetry is when a Work whose apply failed because the member did not answer
+	// (a timeout, a refused connection, 503) is tried again, while probes may still pass.
+	requestFailedRetry = 5 * time.Second
+)
+
+// Reconciler applies Works. Its Reconcile only routes: the member I/O of each Work runs on
+// its member's own workers (internal/memberqueue), so a member that is down, slow or
+// rate-limited never holds the controller's shared workers.
 type Reconciler struct {
 	Client      client.Client
 	Members     *member.Manager
 	Recorder    events.EventRecorder
-	Interpreter StatusInterpreter
+	Interpreter Interpreter
+	// HostID identifies this control plane on member objects (wellknown.HostIDAnnotation).
+	HostID string
+	// MemberWorkers is how many Works of one member are applied at once.
+	MemberWorkers int
+
+	queues *memberqueue.Queues[types.NamespacedName]
 
 	// applied remembers, per Work, the Work generation and member object generation of the
 	// last apply, so events that change nothing do not cause another apply.
 	applied sync.Map // types.UID → appliedState
-	// namespaces remembers namespaces known to exist per member.
-	namespaces sync.Map // cluster/namespace → struct{}
+	// written remembers the Applied condition last written per Work.
+	written sync.Map // types.UID → metav1.Condition
+	// namespaces remembers, per member connection, the namespaces known to exist there.
+	namespaces sync.Map // cluster → *knownNamespaces
 }
 
 type appliedState struct {
@@ -63,30 +92,48 @@ type appliedState struct {
 	memberResourceVersion string
 }
 
+// knownNamespaces are the namespaces seen to exist in one member connection. A new
+// connection (a rejoin, rotated credentials) starts afresh, and a namespace deleted in the
+// member is forgotten when an apply into it fails.
+type knownNamespaces struct {
+	member *member.Member
+	names  sync.Map
+}
+
 // +kubebuilder:rbac:groups=work.karmada.io,resources=works,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=work.karmada.io,resources=works/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile applies or deletes one Work.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile hands the Work to its member's workers.
+func (r *Reconciler) Reconcile(_ context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cluster, ok := bindings.ClusterOfWork(req.Namespace)
 	if !ok {
 		return ctrl.Result{}, nil
 	}
-	log := ctrl.LoggerFrom(ctx).WithValues("Cluster", cluster)
+	r.queues.Add(cluster, req.NamespacedName)
+	return ctrl.Result{}, nil
+}
+
+// sync applies or deletes one Work; it runs on the Work's member's workers.
+func (r *Reconciler) sync(ctx context.Context, cluster string, key types.NamespacedName) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx).WithValues("Work", key.String())
 	ctx = ctrl.LoggerInto(ctx, log)
 	work := &workv1alpha1.Work{}
-	if err := r.Client.Get(ctx, req.NamespacedName, work); err != nil {
+	if err := r.Client.Get(ctx, key, work); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if work.DeletionTimestamp != nil {
-		return ctrl.Result{}, r.finalize(ctx, cluster, work)
+		return r.finalize(ctx, cluster, work)
 	}
 	if !controllerutil.ContainsFinalizer(work, wellknown.ExecutionControllerFinalizer) {
+		// A Work written by someone else than the binding controller: add the finalizer and
+		// go on (the patch is not an event this controller watches).
 		patch := client.MergeFrom(work.DeepCopy())
 		controllerutil.AddFinalizer(work, wellknown.ExecutionControllerFinalizer)
-		return ctrl.Result{}, r.Client.Patch(ctx, work, patch)
+		if err := r.Client.Patch(ctx, work, patch); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
 	}
 	if ptr.Deref(work.Spec.SuspendDispatching, false) {
 		return ctrl.Result{}, r.setApplied(ctx, work, metav1.ConditionFalse, "DispatchingSuspended", "Dispatching to this cluster is suspended")
@@ -95,31 +142,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	m, err := r.Members.Get(cluster)
 	if err != nil {
 		// Not an error for backoff: the reconnect event brings this Work back.
-		return ctrl.Result{}, r.setApplied(ctx, work, metav1.ConditionUnknown, wellknown.ReasonClusterUnreachable, err.Error())
+		return ctrl.Result{RequeueAfter: memberDownRetry}, r.setApplied(ctx, work, metav1.ConditionUnknown, wellknown.ReasonClusterUnreachable, err.Error())
 	}
 	objs, err := manifests(work)
 	if err != nil {
+		// Only a new manifest can fix this; its generation brings the Work back.
 		return ctrl.Result{}, r.setApplied(ctx, work, metav1.ConditionFalse, wellknown.ReasonAppliedFailed, err.Error())
 	}
 	for _, obj := range objs {
 		if err := r.Members.Watch(ctx, cluster, obj.GroupVersionKind()); err != nil {
+			if errors.Is(err, member.ErrNotConnected) {
+				return ctrl.Result{RequeueAfter: memberDownRetry}, nil
+			}
 			return ctrl.Result{}, err
 		}
 	}
 	if r.upToDate(ctx, m, work, objs) {
-		return ctrl.Result{}, nil
+		// Nothing to apply, but the condition may still say otherwise (Unknown after a blip,
+		// a failure whose retry found the object already right): repair it.
+		return ctrl.Result{}, r.setApplied(ctx, work, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful, appliedMessage)
 	}
 	applied := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, obj := range objs {
 		out, err := r.applyOne(ctx, cluster, m, obj)
 		if err != nil {
-			var c *conflictError
+			var c *memberobject.ConflictError
 			if errors.As(err, &c) {
 				r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkFailed, "Apply", "%v", err)
 				return ctrl.Result{}, r.setApplied(ctx, work, metav1.ConditionFalse, wellknown.ReasonConflict, err.Error())
 			}
 			if isMemberDown(err) {
-				return ctrl.Result{}, r.setApplied(ctx, work, metav1.ConditionUnknown, wellknown.ReasonClusterUnreachable, err.Error())
+				log.V(1).Info("Member did not answer; retrying", "error", err.Error())
+				return ctrl.Result{RequeueAfter: requestFailedRetry}, r.setApplied(ctx, work, metav1.ConditionUnknown, wellknown.ReasonClusterUnreachable, err.Error())
 			}
 			if serr := r.setApplied(ctx, work, metav1.ConditionFalse, wellknown.ReasonAppliedFailed, err.Error()); serr != nil {
 				log.Error(serr, "Cannot record the failed apply")
@@ -128,15 +182,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		applied = append(applied, out)
 	}
-	r.remember(ctx, m, work, objs)
+	r.remember(work, objs)
 	// The first manifest statuses come from the apply's answer, in the same write as the
 	// condition; the work-status controller keeps them current afterwards.
 	var statuses []workv1alpha1.ManifestStatus
 	if len(work.Status.ManifestStatuses) == 0 && r.Interpreter != nil {
 		statuses = ManifestStatuses(m.Mapper, r.Interpreter, applied)
 	}
-	return ctrl.Result{}, r.setApplied(ctx, work, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful, "Manifest is applied in the member cluster", statuses...)
+	return ctrl.Result{}, r.setApplied(ctx, work, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful, appliedMessage, statuses...)
 }
+
+const appliedMessage = "Manifest is applied in the member cluster"
 
 // ManifestStatuses reflects the status and health of member objects, in manifest order.
 // Objects whose kind the member does not map are left out.
@@ -202,7 +258,7 @@ func (r *Reconciler) upToDate(ctx context.Context, m *member.Member, work *workv
 	return cur.GetGeneration() == st.memberGeneration
 }
 
-func (r *Reconciler) remember(ctx context.Context, m *member.Member, work *workv1alpha1.Work, objs []*unstructured.Unstructured) {
+func (r *Reconciler) remember(work *workv1alpha1.Work, objs []*unstructured.Unstructured) {
 	if len(objs) != 1 {
 		return
 	}
@@ -211,110 +267,189 @@ func (r *Reconciler) remember(ctx context.Context, m *member.Member, work *workv
 		memberResourceVersion: objs[0].GetResourceVersion()})
 }
 
-type conflictError struct{ msg string }
-
-func (e *conflictError) Error() string { return e.msg }
-
 // applyOne server-side applies one manifest, after making sure its namespace exists and that
-// it does not take over an object someone else manages. It returns the member's answer and
-// records its generation, UID and resourceVersion on obj.
+// it does not take over an object someone else manages, and with the fields the member owns
+// retained. It returns the member's answer and records its generation, UID and
+// resourceVersion on obj.
 func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Member, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	if ns := obj.GetNamespace(); ns != "" {
+	cur, live, err := r.observe(ctx, m, obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := memberobject.CheckConflict(cur, obj, r.HostID); err != nil {
+		return nil, err
+	}
+	desired, err := r.retain(ctx, m, obj, cur, live)
+	if err != nil {
+		return nil, err
+	}
+	if r.HostID != "" {
+		ann := desired.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[wellknown.HostIDAnnotation] = r.HostID
+		desired.SetAnnotations(ann)
+	}
+	ns := obj.GetNamespace()
+	if ns != "" {
 		if err := r.ensureNamespace(ctx, cluster, m, ns); err != nil {
 			return nil, err
 		}
 	}
-	if err := r.checkConflict(ctx, m, obj); err != nil {
-		return nil, err
+	apply := func() error {
+		return m.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired),
+			client.FieldOwner(wellknown.FieldManager), client.ForceOwnership)
 	}
-	applied := obj.DeepCopy()
-	if err := m.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied),
-		client.FieldOwner(wellknown.FieldManager), client.ForceOwnership); err != nil {
+	err = apply()
+	if apierrors.IsNotFound(err) && ns != "" {
+		// Applying never fails with NotFound for the object itself: its namespace was
+		// deleted in the member since we saw it. Create it again.
+		r.forgetNamespace(cluster, m, ns)
+		if err = r.ensureNamespace(ctx, cluster, m, ns); err == nil {
+			err = apply()
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("apply %s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
 	}
-	obj.SetGeneration(applied.GetGeneration())
-	obj.SetUID(applied.GetUID())
-	obj.SetResourceVersion(applied.GetResourceVersion())
-	return applied, nil
+	obj.SetGeneration(desired.GetGeneration())
+	obj.SetUID(desired.GetUID())
+	obj.SetResourceVersion(desired.GetResourceVersion())
+	return desired, nil
 }
 
-// checkConflict fails when the object exists in the member without the managed label and the
-// manifest does not ask to overwrite.
-func (r *Reconciler) checkConflict(ctx context.Context, m *member.Member, obj *unstructured.Unstructured) error {
-	cur := &unstructured.Unstructured{}
+// observe returns the member object as it is: from the member cache, which holds only
+// objects labelled karmada.io/managed, or else from the member apiserver (live says so; that
+// copy has its managedFields). It returns nil when the object does not exist.
+func (r *Reconciler) observe(ctx context.Context, m *member.Member, obj *unstructured.Unstructured) (cur *unstructured.Unstructured, live bool, err error) {
+	cur = &unstructured.Unstructured{}
 	cur.SetGroupVersionKind(obj.GroupVersionKind())
-	// The cache only holds managed objects; an object missing there may be someone else's.
 	if err := m.Cached().Get(ctx, client.ObjectKeyFromObject(obj), cur); err == nil {
-		return nil
+		return cur, false, nil
 	}
 	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil
+			return nil, false, nil
 		}
-		return err
+		return nil, false, err
 	}
-	if cur.GetLabels()[wellknown.ManagedLabel] == wellknown.ManagedLabelValue {
-		return nil
+	return cur, true, nil
+}
+
+// retain returns the manifest to apply: obj with the fields the member owns kept from cur
+// (the interpreter's rules: a Service's clusterIP and nodePorts, a PVC's volume, replicas
+// under the retain-replicas label), and with the member's replicas when something in the
+// member scaled the object through its scale subresource (an HPA, say) and the manifest
+// would change them.
+func (r *Reconciler) retain(ctx context.Context, m *member.Member, obj, cur *unstructured.Unstructured, live bool) (*unstructured.Unstructured, error) {
+	if cur == nil {
+		return obj.DeepCopy(), nil
 	}
-	if obj.GetAnnotations()[wellknown.ConflictResolutionAnnotation] == wellknown.ConflictResolutionOverwrite {
-		return nil
+	desired, err := r.Interpreter.Retain(obj, cur)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
 	}
-	return &conflictError{msg: fmt.Sprintf("conflict: %s %s already exists in the member cluster and is not managed by Flotilla (no label %s=%s); "+
-		"set conflictResolution: Overwrite on the policy, or annotate the template %s=%s, to take it over",
-		obj.GetKind(), client.ObjectKeyFromObject(obj), wellknown.ManagedLabel, wellknown.ManagedLabelValue,
-		wellknown.ConflictResolutionAnnotation, wellknown.ConflictResolutionOverwrite)}
+	want, wantSet := memberobject.Replicas(desired)
+	have, haveSet := memberobject.Replicas(cur)
+	if !wantSet || !haveSet || want == have {
+		return desired, nil
+	}
+	// The cache has no managedFields: read the object whole to see who set its replicas.
+	if !live {
+		fresh := &unstructured.Unstructured{}
+		fresh.SetGroupVersionKind(obj.GroupVersionKind())
+		if err := m.Client.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+			if apierrors.IsNotFound(err) {
+				return desired, nil
+			}
+			return nil, err
+		}
+		cur = fresh
+		if have, haveSet = memberobject.Replicas(cur); !haveSet {
+			return desired, nil
+		}
+	}
+	if memberobject.ScaledByOthers(cur, wellknown.FieldManager) {
+		if err := unstructured.SetNestedField(desired.Object, have, "spec", "replicas"); err != nil {
+			return nil, err
+		}
+	}
+	return desired, nil
+}
+
+func (r *Reconciler) knownNamespaces(cluster string, m *member.Member) *knownNamespaces {
+	if v, ok := r.namespaces.Load(cluster); ok && v.(*knownNamespaces).member == m {
+		return v.(*knownNamespaces)
+	}
+	k := &knownNamespaces{member: m}
+	r.namespaces.Store(cluster, k)
+	return k
+}
+
+func (r *Reconciler) forgetNamespace(cluster string, m *member.Member, ns string) {
+	r.knownNamespaces(cluster, m).names.Delete(ns)
 }
 
 func (r *Reconciler) ensureNamespace(ctx context.Context, cluster string, m *member.Member, ns string) error {
-	key := cluster + "/" + ns
-	if _, ok := r.namespaces.Load(key); ok {
+	known := r.knownNamespaces(cluster, m)
+	if _, ok := known.names.Load(ns); ok {
 		return nil
 	}
 	err := m.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s in member: %w", ns, err)
 	}
-	r.namespaces.Store(key, struct{}{})
+	known.names.Store(ns, struct{}{})
 	return nil
 }
 
-// finalize deletes the member objects unless the Work preserves them, then releases the Work.
-// While the member is unreachable the Work waits (its finalizer stays) for the reconnect.
-func (r *Reconciler) finalize(ctx context.Context, cluster string, work *workv1alpha1.Work) error {
+// finalize deletes the member objects unless the Work preserves them or its Cluster is being
+// deleted with its workloads kept, then releases the Work. While the member is unreachable
+// the Work waits (its finalizer stays) for the reconnect, unless its Cluster is going.
+func (r *Reconciler) finalize(ctx context.Context, cluster string, work *workv1alpha1.Work) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(work, wellknown.ExecutionControllerFinalizer) {
-		return nil
+		return ctrl.Result{}, nil
 	}
-	if !ptr.Deref(work.Spec.PreserveResourcesOnDeletion, false) {
+	c, err := r.cluster(ctx, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	going := c == nil || !c.DeletionTimestamp.IsZero()
+	keep := ptr.Deref(work.Spec.PreserveResourcesOnDeletion, false) ||
+		(going && c != nil && c.Annotations[wellknown.KeepWorkloadsAnnotation] == "true")
+	if !keep {
 		m, err := r.Members.Get(cluster)
-		if err != nil {
-			exists, cerr := r.clusterExists(ctx, cluster)
-			if cerr != nil {
-				return cerr
-			}
-			if exists {
-				ctrl.LoggerFrom(ctx).Info("Member cluster unreachable; Work deletion waits for it", "Work", work.Name)
-				return nil
-			}
-			// The Cluster is gone or going: there is no member left to clean up.
-		} else {
+		switch {
+		case err != nil && going:
+			// The Cluster is gone or going and its member does not answer: there is no
+			// member left to clean up.
+		case err != nil:
+			ctrl.LoggerFrom(ctx).Info("Member cluster unreachable; Work deletion waits for it")
+			return ctrl.Result{RequeueAfter: memberDownRetry}, nil
+		default:
 			objs, err := manifests(work)
 			if err != nil {
-				return err
+				return ctrl.Result{}, err
 			}
 			for _, obj := range objs {
 				if err := r.deleteOne(ctx, m, obj); err != nil {
-					if isMemberDown(err) {
-						return nil
+					if isMemberDown(err) && !going {
+						return ctrl.Result{RequeueAfter: requestFailedRetry}, nil
 					}
-					return err
+					if !going {
+						return ctrl.Result{}, err
+					}
+					ctrl.LoggerFrom(ctx).Info("Cannot clean up a member object of a Cluster being deleted; leaving it", "error", err.Error())
 				}
 			}
 		}
 	}
 	r.applied.Delete(work.UID)
+	r.written.Delete(work.UID)
 	patch := client.MergeFrom(work.DeepCopy())
 	controllerutil.RemoveFinalizer(work, wellknown.ExecutionControllerFinalizer)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, work, patch))
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, work, patch))
 }
 
 // deleteOne deletes the member object if it is still the one this Work manages.
@@ -324,9 +459,7 @@ func (r *Reconciler) deleteOne(ctx context.Context, m *member.Member, obj *unstr
 	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	a := cur.GetAnnotations()
-	if cur.GetLabels()[wellknown.ManagedLabel] != wellknown.ManagedLabelValue ||
-		a[wellknown.WorkNameAnnotation] != obj.GetAnnotations()[wellknown.WorkNameAnnotation] {
+	if !memberobject.MayDelete(cur, obj, r.HostID) {
 		return nil // someone else's now
 	}
 	err := m.Client.Delete(ctx, cur, client.Preconditions{UID: ptr.To(cur.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
@@ -336,30 +469,30 @@ func (r *Reconciler) deleteOne(ctx context.Context, m *member.Member, obj *unstr
 	return err
 }
 
-// clusterExists reports whether the Cluster object is still there and not being deleted.
-// The cluster controller deletes a Cluster's Works before it lets the Cluster go, so a Work
-// of a deleted Cluster whose member is unreachable must be released rather than wait for a
-// member that will not come back.
-func (r *Reconciler) clusterExists(ctx context.Context, name string) (bool, error) {
+// cluster returns the Cluster, or nil when it is gone.
+func (r *Reconciler) cluster(ctx context.Context, name string) (*clusterv1alpha1.Cluster, error) {
 	c := &clusterv1alpha1.Cluster{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, c); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return nil, nil
 		}
-		return false, err
+		return nil, err
 	}
-	return c.DeletionTimestamp.IsZero(), nil
+	return c, nil
 }
 
 // setApplied records the Applied condition (and the first manifest statuses), only when
 // something changes.
 func (r *Reconciler) setApplied(ctx context.Context, work *workv1alpha1.Work, status metav1.ConditionStatus, reason, msg string, statuses ...workv1alpha1.ManifestStatus) error {
-	if c := meta.FindStatusCondition(work.Status.Conditions, wellknown.WorkConditionApplied); c != nil &&
-		c.Status == status && c.Reason == reason && c.Message == msg && c.ObservedGeneration == work.Generation && len(statuses) == 0 {
-		return nil
-	}
 	cond := metav1.Condition{Type: wellknown.WorkConditionApplied, Status: status, Reason: reason, Message: msg,
 		ObservedGeneration: work.Generation}
+	// The cached Work may not show our last write yet; what we wrote last counts too, so a
+	// condition is never left as it was because a stale copy already looked right.
+	last, written := r.written.Load(work.UID)
+	if c := meta.FindStatusCondition(work.Status.Conditions, wellknown.WorkConditionApplied); c != nil && sameCondition(*c, cond) &&
+		(!written || sameCondition(last.(metav1.Condition), cond)) && len(statuses) == 0 {
+		return nil
+	}
 	// Success is reported once per binding sync by the binding controller; failures here.
 	if status == metav1.ConditionFalse {
 		r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkFailed, "Apply", "%s", msg)
@@ -372,7 +505,15 @@ func (r *Reconciler) setApplied(ctx context.Context, work *workv1alpha1.Work, st
 	if len(statuses) > 0 {
 		work.Status.ManifestStatuses = statuses
 	}
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, work, client.MergeFrom(before)))
+	if err := r.Client.Status().Patch(ctx, work, client.MergeFrom(before)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.written.Store(work.UID, cond)
+	return nil
+}
+
+func sameCondition(a, b metav1.Condition) bool {
+	return a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message && a.ObservedGeneration == b.ObservedGeneration
 }
 
 // isMemberDown reports errors that mean the member is unreachable rather than that the apply

@@ -17,10 +17,15 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/memberqueue"
 )
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	r.queues = memberqueue.New("execution", r.MemberWorkers, r.sync)
+	if err := mgr.Add(r.queues); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("execution").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&workv1alpha1.Work{}, builder.WithPredicates(specOrDeletion())).

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -45,6 +47,24 @@ type Reconciler struct {
 	NewBinding func() client.Object
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	retries     workqueue.TypedRateLimiter[reconcile.Request]
+	retriesOnce sync.Once
+}
+
+const (
+	// retryBaseDelay and retryMaxDelay bound the backoff of unschedulable bindings.
+	retryBaseDelay = 5 * time.Second
+	retryMaxDelay  = 5 * time.Minute
+)
+
+// backoff is the per-binding retry delay of unschedulable bindings: retryBaseDelay, doubled
+// per failed attempt, at most retryMaxDelay; forgotten once the binding is placed.
+func (r *Reconciler) backoff() workqueue.TypedRateLimiter[reconcile.Request] {
+	r.retriesOnce.Do(func() {
+		r.retries = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](retryBaseDelay, retryMaxDelay)
+	})
+	return r.retries
 }
 
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings;clusterresourcebindings,verbs=get;list;watch;update;patch
@@ -71,6 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	need, why := scheduler.NeedsSchedule(in, clusters)
 	var result scheduler.Result
 	if !need {
+		r.backoff().Forget(req)
 		if !Duplicated(spec) || len(spec.Clusters) == 0 || suspended(spec) {
 			return ctrl.Result{}, r.observe(ctx, rb)
 		}
@@ -90,14 +111,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var unsched *scheduler.UnschedulableError
 	switch {
 	case errors.As(err, &unsched):
-		log.V(1).Info("Binding is unschedulable", "message", unsched.Error())
-		return ctrl.Result{}, r.failed(ctx, rb, wellknown.ReasonBindingUnschedulable, unsched.Error())
+		// Retried when a cluster's capacity, taints or labels change (see SetupWithManager),
+		// and after a backoff that doubles per failed attempt, up to retryMaxDelay.
+		retry := r.backoff().When(req)
+		log.V(1).Info("Binding is unschedulable", "message", unsched.Error(), "retryAfter", retry)
+		return ctrl.Result{RequeueAfter: retry}, r.failed(ctx, rb, wellknown.ReasonBindingUnschedulable, unsched.Error())
 	case errors.Is(err, scheduler.ErrInvalidPlacement):
 		return ctrl.Result{}, reconcile.TerminalError(r.failed(ctx, rb, wellknown.ReasonSchedulerError, err.Error()))
 	case err != nil:
 		return ctrl.Result{}, err
 	}
 
+	r.backoff().Forget(req)
 	placement, err := scheduler.AppliedPlacement(spec.Placement)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -26,6 +26,9 @@ const (
 	IndexUnscheduled = "flotilla.binding.unscheduled"
 	// IndexDuplicated indexes duplicated bindings under "true".
 	IndexDuplicated = "flotilla.binding.duplicated"
+	// IndexFailed indexes bindings whose Scheduled condition is False under "true": the
+	// last attempt found no placement, so more capacity may let them fit.
+	IndexFailed = "flotilla.binding.schedulefailed"
 )
 
 // SetupIndexes registers the indexes the scheduler uses. Call it once.
@@ -42,11 +45,20 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		}
 		return nil
 	}
+	failed := func(o client.Object) []string {
+		if meta.IsStatusConditionFalse(bindings.Status(o).Conditions, wellknown.ConditionScheduled) {
+			return []string{"true"}
+		}
+		return nil
+	}
 	for _, obj := range []client.Object{&workv1alpha2.ResourceBinding{}, &workv1alpha2.ClusterResourceBinding{}} {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, IndexUnscheduled, f); err != nil {
 			return err
 		}
 		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, IndexDuplicated, dup); err != nil {
+			return err
+		}
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, IndexFailed, failed); err != nil {
 			return err
 		}
 	}
@@ -64,6 +76,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(sample, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.affected), builder.WithPredicates(clusterChanged())).
+		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.waitingForCapacity), builder.WithPredicates(capacityChanged())).
 		Complete(r)
 }
 
@@ -86,6 +99,41 @@ func (r *Reconciler) affected(ctx context.Context, o client.Object) []reconcile.
 		}
 	}
 	return out
+}
+
+// waitingForCapacity maps a change of a cluster's capacity to the bindings that found no
+// placement last time: unscheduled ones, and those whose Scheduled condition is False (a
+// scale-up that did not fit).
+func (r *Reconciler) waitingForCapacity(ctx context.Context, _ client.Object) []reconcile.Request {
+	seen := map[reconcile.Request]bool{}
+	var out []reconcile.Request
+	for _, opt := range []client.ListOption{
+		client.MatchingFields{IndexUnscheduled: "true"},
+		client.MatchingFields{IndexFailed: "true"},
+	} {
+		for _, req := range r.list(ctx, opt) {
+			if !seen[req] {
+				seen[req] = true
+				out = append(out, req)
+			}
+		}
+	}
+	return out
+}
+
+// capacityChanged passes cluster updates that change what fits: the resource summary
+// (allocatable, allocated, allocating) or the node summary (Nodes added or gone Ready).
+func capacityChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*clusterv1alpha1.Cluster), e.ObjectNew.(*clusterv1alpha1.Cluster)
+			return !equality.Semantic.DeepEqual(o.Status.ResourceSummary, n.Status.ResourceSummary) ||
+				!equality.Semantic.DeepEqual(o.Status.NodeSummary, n.Status.NodeSummary)
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }
 
 func (r *Reconciler) list(ctx context.Context, opt client.ListOption) []reconcile.Request {

@@ -49,10 +49,13 @@ type Options struct {
 	// QPS and Burst limit each member client.
 	QPS   float32
 	Burst int
+	// ProbeInterval is how often each connected member is probed, by a goroutine of its own:
+	// a member that does not answer holds only that goroutine.
+	ProbeInterval time.Duration
 }
 
 // DefaultOptions are the options used when fields are zero.
-var DefaultOptions = Options{ProbeTimeout: 5 * time.Second, FailureThreshold: 3, QPS: 100, Burst: 200}
+var DefaultOptions = Options{ProbeTimeout: 5 * time.Second, FailureThreshold: 3, QPS: 100, Burst: 200, ProbeInterval: 5 * time.Second}
 
 // Member is a connection to one member cluster.
 type Member struct {
@@ -69,6 +72,7 @@ type Member struct {
 	Config *rest.Config
 
 	cache       cache.Cache
+	ctx         context.Context
 	cancel      context.CancelFunc
 	fingerprint string
 
@@ -112,8 +116,9 @@ type Manager struct {
 	mu      sync.RWMutex
 	members map[string]*Member
 
-	subMu sync.RWMutex
-	subs  []chan event.GenericEvent
+	subMu      sync.RWMutex
+	subs       []chan event.GenericEvent
+	healthSubs []chan event.GenericEvent
 
 	// newConfig builds a member's REST config; tests may replace it.
 	newConfig func(c *clusterv1alpha1.Cluster, s *corev1.Secret) (*rest.Config, error)
@@ -132,6 +137,9 @@ func NewManager(scheme *runtime.Scheme, opts Options) *Manager {
 	}
 	if opts.Burst <= 0 {
 		opts.Burst = DefaultOptions.Burst
+	}
+	if opts.ProbeInterval <= 0 {
+		opts.ProbeInterval = DefaultOptions.ProbeInterval
 	}
 	return &Manager{scheme: scheme, opts: opts, members: map[string]*Member{}, newConfig: RESTConfig}
 }
@@ -215,6 +223,7 @@ func (m *Manager) Connect(ctx context.Context, c *clusterv1alpha1.Cluster, s *co
 		old.cancel()
 		logf.FromContext(ctx).Info("Reconnected member cluster: endpoint or credentials changed", "Cluster", c.Name)
 	}
+	go m.probeLoop(logf.IntoContext(mem.ctx, logf.FromContext(ctx)), mem)
 	for _, gvk := range rewatch {
 		if err := m.Watch(ctx, c.Name, gvk); err != nil {
 			logf.FromContext(ctx).Error(err, "Cannot re-watch kind after reconnect", "Cluster", c.Name, "kind", gvk)
@@ -260,7 +269,7 @@ func (m *Manager) build(ctx context.Context, name string, cfg *rest.Config, fp s
 	}()
 	return &Member{
 		Name: name, Client: cl, Kube: kube, Mapper: mapper, Config: cfg,
-		cache: ca, cancel: cancel, fingerprint: fp, watched: map[schema.GroupVersionKind]bool{},
+		cache: ca, ctx: cctx, cancel: cancel, fingerprint: fp, watched: map[schema.GroupVersionKind]bool{},
 	}, nil
 }
 
@@ -310,9 +319,25 @@ func (m *Manager) Status(name string) Status {
 		Down: mem.failures >= m.opts.FailureThreshold, LastError: mem.lastError, ProbedAt: mem.probedAt}
 }
 
-// Probe checks the member's /readyz once and records the result. A member goes unhealthy for
-// Get at once (so writes stop), but Status reports it Down only after FailureThreshold
-// failures in a row. Subscribers are told when health flips.
+// probeLoop probes mem at once and then every ProbeInterval until its connection is dropped
+// or replaced.
+func (m *Manager) probeLoop(ctx context.Context, mem *Member) {
+	t := time.NewTicker(m.opts.ProbeInterval)
+	defer t.Stop()
+	for {
+		m.probe(ctx, mem)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Probe checks the member's /readyz once and records the result, as the member's probe
+// goroutine does every ProbeInterval. A member goes unhealthy for Get at once (so writes
+// stop), but Status reports it Down only after FailureThreshold failures in a row.
+// Health subscribers are told when health or Down flips.
 func (m *Manager) Probe(ctx context.Context, name string) Status {
 	m.mu.RLock()
 	mem := m.members[name]
@@ -320,14 +345,23 @@ func (m *Manager) Probe(ctx context.Context, name string) Status {
 	if mem == nil {
 		return Status{}
 	}
+	m.probe(ctx, mem)
+	return m.Status(name)
+}
+
+func (m *Manager) probe(ctx context.Context, mem *Member) {
+	name := mem.Name
 	start := time.Now()
 	pctx, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
 	defer cancel()
 	_, err := mem.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(pctx)
 	observeProbe(name, time.Since(start), err)
 
+	if mem.ctx.Err() != nil {
+		return // the connection was dropped or replaced while probing
+	}
 	mem.mu.Lock()
-	was := mem.healthy
+	was, wasDown := mem.healthy, mem.failures >= m.opts.FailureThreshold
 	mem.probedAt = time.Now()
 	if err != nil {
 		mem.failures++
@@ -338,7 +372,7 @@ func (m *Manager) Probe(ctx context.Context, name string) Status {
 		mem.healthy = true
 		mem.lastError = nil
 	}
-	now := mem.healthy
+	now, nowDown := mem.healthy, mem.failures >= m.opts.FailureThreshold
 	mem.mu.Unlock()
 
 	if now {
@@ -353,8 +387,28 @@ func (m *Manager) Probe(ctx context.Context, name string) Status {
 			logf.FromContext(ctx).Info("Member cluster probe failed", "Cluster", name, "error", err)
 		}
 		m.notify(clusterEvent(name))
+	} else if wasDown != nowDown {
+		m.notifyHealth(clusterEvent(name))
 	}
-	return m.Status(name)
+}
+
+// SubscribeHealth returns a channel that receives an event (a *Cluster with only its name)
+// whenever a member connects, disconnects or is found Down after FailureThreshold failed
+// probes. Use it with source.Channel.
+func (m *Manager) SubscribeHealth() <-chan event.GenericEvent {
+	ch := make(chan event.GenericEvent, 1024)
+	m.subMu.Lock()
+	m.healthSubs = append(m.healthSubs, ch)
+	m.subMu.Unlock()
+	return ch
+}
+
+func (m *Manager) notifyHealth(ev event.GenericEvent) {
+	m.subMu.RLock()
+	defer m.subMu.RUnlock()
+	for _, ch := range m.healthSubs {
+		ch <- ev
+	}
 }
 
 // clusterEvent is the event sent to subscribers when a member connects or disconnects: a
@@ -382,6 +436,11 @@ func (m *Manager) notify(ev event.GenericEvent) {
 	defer m.subMu.RUnlock()
 	for _, ch := range m.subs {
 		ch <- ev
+	}
+	if _, ok := ev.Object.(*clusterv1alpha1.Cluster); ok {
+		for _, ch := range m.healthSubs {
+			ch <- ev
+		}
 	}
 }
 

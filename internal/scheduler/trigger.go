@@ -39,8 +39,9 @@ func AppliedPlacement(p *policyv1alpha1.Placement) (string, error) {
 //
 // It is false, with the reason "scheduling is suspended", while spec.suspension.scheduling is
 // true, and false with an empty reason in every other case, so nothing churns. A binding that
-// was unschedulable has no clusters and so always needs scheduling: the reconciler retries it
-// when clusters change or after a backoff, not in a tight loop.
+// was unschedulable (no clusters, or replicas that do not add up) always needs scheduling:
+// the scheduler controller retries it when a cluster's capacity, taints or labels change, and
+// after a per-binding exponential backoff (5 s doubling to 5 min), never in a tight loop.
 func NeedsSchedule(in Input, clusters []*clusterv1alpha1.Cluster) (bool, string) {
 	spec, status := in.Spec, in.Status
 	if spec == nil {

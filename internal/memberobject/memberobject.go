@@ -1,0 +1,142 @@
+// Package memberobject decides, from a member object as it is and the manifest about to be
+// applied, who owns the object and which of its fields Flotilla must leave alone. It is pure:
+// no client, no cluster.
+package memberobject
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-io/flotilla/api/wellknown"
+)
+
+// Ownership is who manages a member object, as seen from this control plane.
+type Ownership int
+
+const (
+	// Absent: the object does not exist in the member.
+	Absent Ownership = iota
+	// Ours: this control plane made it (or took it over) for the same template.
+	Ours
+	// Unmanaged: it exists without the karmada.io/managed label: a user's or another tool's.
+	Unmanaged
+	// OtherControlPlane: it carries karmada.io/managed, but for another control plane (another
+	// host id) or, without a host id, for another template (Karmada, or another Flotilla).
+	OtherControlPlane
+)
+
+// Owner tells who manages cur, the live member object (nil when absent), for the manifest
+// desired that this control plane, whose host id is hostID, wants to apply.
+//
+// An object is ours when it is labelled karmada.io/managed=true and either names this host
+// in flotilla.io/host-id, or names no host and was made from the same template (its
+// resourcetemplate.karmada.io/uid is the manifest's: template UIDs are unique across
+// clusters, so no other control plane can have made it).
+func Owner(cur, desired *unstructured.Unstructured, hostID string) Ownership {
+	if cur == nil {
+		return Absent
+	}
+	if cur.GetLabels()[wellknown.ManagedLabel] != wellknown.ManagedLabelValue {
+		return Unmanaged
+	}
+	a := cur.GetAnnotations()
+	if host := a[wellknown.HostIDAnnotation]; host != "" {
+		if host == hostID {
+			return Ours
+		}
+		return OtherControlPlane
+	}
+	if uid := desired.GetAnnotations()[wellknown.ResourceTemplateUIDAnnotation]; uid != "" && a[wellknown.ResourceTemplateUIDAnnotation] == uid {
+		return Ours
+	}
+	return OtherControlPlane
+}
+
+// WantsOverwrite reports whether the manifest asks to take over an object someone else
+// manages (conflictResolution: Overwrite on the policy, or the template's annotation).
+func WantsOverwrite(desired *unstructured.Unstructured) bool {
+	return desired.GetAnnotations()[wellknown.ConflictResolutionAnnotation] == wellknown.ConflictResolutionOverwrite
+}
+
+// ConflictError is a member object that Flotilla must not take over.
+type ConflictError struct {
+	Kind, Key string
+	Owner     Ownership
+	// By names the other control plane, when known.
+	By string
+}
+
+func (e *ConflictError) Error() string {
+	how := fmt.Sprintf("set conflictResolution: Overwrite on the policy, or annotate the template %s=%s, to take it over",
+		wellknown.ConflictResolutionAnnotation, wellknown.ConflictResolutionOverwrite)
+	if e.Owner == OtherControlPlane {
+		return fmt.Sprintf("conflict: %s %s in the member cluster is managed by another control plane (%s); %s",
+			e.Kind, e.Key, e.By, how)
+	}
+	return fmt.Sprintf("conflict: %s %s already exists in the member cluster and is not managed by Flotilla (no label %s=%s); %s",
+		e.Kind, e.Key, wellknown.ManagedLabel, wellknown.ManagedLabelValue, how)
+}
+
+// CheckConflict returns a *ConflictError when desired may not be applied over cur.
+func CheckConflict(cur, desired *unstructured.Unstructured, hostID string) error {
+	o := Owner(cur, desired, hostID)
+	if o == Absent || o == Ours || WantsOverwrite(desired) {
+		return nil
+	}
+	e := &ConflictError{Kind: desired.GetKind(), Key: client.ObjectKeyFromObject(desired).String(), Owner: o}
+	if o == OtherControlPlane {
+		a := cur.GetAnnotations()
+		switch {
+		case a[wellknown.HostIDAnnotation] != "":
+			e.By = "host id " + a[wellknown.HostIDAnnotation]
+		case a[wellknown.ResourceTemplateUIDAnnotation] != "":
+			e.By = "template uid " + a[wellknown.ResourceTemplateUIDAnnotation]
+		default:
+			e.By = "no host id or template uid recorded"
+		}
+	}
+	return e
+}
+
+// MayDelete reports whether the object a Work made may be deleted when the Work goes: it is
+// still ours and still that Work's.
+func MayDelete(cur, manifest *unstructured.Unstructured, hostID string) bool {
+	if Owner(cur, manifest, hostID) != Ours {
+		return false
+	}
+	return cur.GetAnnotations()[wellknown.WorkNameAnnotation] == manifest.GetAnnotations()[wellknown.WorkNameAnnotation]
+}
+
+// ScaledByOthers reports whether spec.replicas of the live object (read with its
+// managedFields) was last set through the scale subresource by a field manager other than
+// ours: a HorizontalPodAutoscaler, KEDA or `kubectl scale` in the member. Those replicas are
+// the member's to decide.
+func ScaledByOthers(live *unstructured.Unstructured, ourManager string) bool {
+	for _, mf := range live.GetManagedFields() {
+		if mf.Subresource != "scale" || mf.Manager == ourManager || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]any
+		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+			continue
+		}
+		if spec, ok := fields["f:spec"].(map[string]any); ok {
+			if _, ok := spec["f:replicas"]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Replicas returns spec.replicas and whether it is set as an integer.
+func Replicas(obj *unstructured.Unstructured) (int64, bool) {
+	if obj == nil {
+		return 0, false
+	}
+	n, ok, err := unstructured.NestedInt64(obj.Object, "spec", "replicas")
+	return n, ok && err == nil
+}

@@ -1,0 +1,158 @@
+// Package memberqueue runs work that talks to member clusters on workers of their own: one
+// rate-limited queue and a few goroutines per member. A member that is down, slow or
+// rate-limited then holds only its own workers, never the shared workers of a controller,
+// so the other members' work goes on at full speed.
+//
+// A controller's Reconcile reads the host, decides that a member must be written to, and
+// hands the key to Queues.Add; the member's workers call Process with it. Process's result is
+// handled as controller-runtime handles a Reconcile's: RequeueAfter requeues after that
+// delay, an error requeues with the queue's exponential backoff, success forgets the key's
+// failures.
+package memberqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// DefaultWorkers is how many keys of one member are processed at once.
+const DefaultWorkers = 4
+
+// ProcessFunc does the member work for one key of one member.
+type ProcessFunc[K comparable] func(ctx context.Context, cluster string, key K) (ctrl.Result, error)
+
+// Queues holds one queue per member. It is a manager Runnable: add it with mgr.Add; Add may
+// be called before it starts (keys wait until it does).
+type Queues[K comparable] struct {
+	// Name prefixes the queues' names in metrics and logs ("<name>/<cluster>").
+	Name string
+	// Workers per member; DefaultWorkers when zero.
+	Workers int
+	// Process does the work.
+	Process ProcessFunc[K]
+
+	mu      sync.Mutex
+	ctx     context.Context // set by Start
+	queues  map[string]workqueue.TypedRateLimitingInterface[K]
+	started map[string]bool
+}
+
+// New returns Queues that call process.
+func New[K comparable](name string, workers int, process ProcessFunc[K]) *Queues[K] {
+	return &Queues[K]{Name: name, Workers: workers, Process: process}
+}
+
+// NeedLeaderElection: member work is done by the leader only, like the controllers that
+// feed the queues.
+func (q *Queues[K]) NeedLeaderElection() bool { return true }
+
+// Start runs the workers of every queue until ctx ends, then shuts the queues down.
+func (q *Queues[K]) Start(ctx context.Context) error {
+	q.mu.Lock()
+	q.ctx = ctx
+	for cluster := range q.queues {
+		q.startLocked(cluster)
+	}
+	q.mu.Unlock()
+	<-ctx.Done()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, wq := range q.queues {
+		wq.ShutDown()
+	}
+	return nil
+}
+
+// Add queues key for cluster's workers.
+func (q *Queues[K]) Add(cluster string, key K) {
+	q.queue(cluster).Add(key)
+}
+
+// Len reports how many keys wait in cluster's queue.
+func (q *Queues[K]) Len(cluster string) int {
+	return q.queue(cluster).Len()
+}
+
+func (q *Queues[K]) queue(cluster string) workqueue.TypedRateLimitingInterface[K] {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.queues == nil {
+		q.queues = map[string]workqueue.TypedRateLimitingInterface[K]{}
+		q.started = map[string]bool{}
+	}
+	wq, ok := q.queues[cluster]
+	if !ok {
+		wq = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[K](),
+			workqueue.TypedRateLimitingQueueConfig[K]{Name: fmt.Sprintf("%s/%s", q.Name, cluster)})
+		q.queues[cluster] = wq
+		if q.ctx != nil {
+			q.startLocked(cluster)
+		}
+	}
+	return wq
+}
+
+// startLocked starts cluster's workers; q.mu is held and q.ctx set.
+func (q *Queues[K]) startLocked(cluster string) {
+	if q.started[cluster] {
+		return
+	}
+	q.started[cluster] = true
+	workers := q.Workers
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
+	wq := q.queues[cluster]
+	log := ctrl.LoggerFrom(q.ctx).WithName(q.Name).WithValues("Cluster", cluster)
+	for range workers {
+		go func() {
+			for q.next(ctrl.LoggerInto(q.ctx, log), cluster, wq) {
+			}
+		}()
+	}
+}
+
+// next processes one key; it returns false once the queue is shut down.
+func (q *Queues[K]) next(ctx context.Context, cluster string, wq workqueue.TypedRateLimitingInterface[K]) bool {
+	key, shutdown := wq.Get()
+	if shutdown {
+		return false
+	}
+	defer wq.Done(key)
+	res, err := q.safeProcess(ctx, cluster, key)
+	switch {
+	case err != nil && errors.Is(err, reconcile.TerminalError(nil)):
+		ctrl.LoggerFrom(ctx).Error(err, "Member work failed and will not be retried", "key", key)
+		wq.Forget(key)
+	case err != nil:
+		ctrl.LoggerFrom(ctx).Error(err, "Member work failed; retrying with backoff", "key", key)
+		wq.AddRateLimited(key)
+	case res.RequeueAfter > 0:
+		wq.Forget(key)
+		wq.AddAfter(key, res.RequeueAfter)
+	default:
+		wq.Forget(key)
+	}
+	return true
+}
+
+// safeProcess turns a panic in Process into an error, as controller-runtime does for
+// Reconcile, so that one bad object does not take the manager down.
+func (q *Queues[K]) safeProcess(ctx context.Context, cluster string, key K) (res ctrl.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic processing %v for cluster %s: %v", key, cluster, r)
+		}
+	}()
+	start := time.Now()
+	res, err = q.Process(ctx, cluster, key)
+	observe(q.Name, time.Since(start), err)
+	return res, err
+}
