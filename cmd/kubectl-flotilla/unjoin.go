@@ -15,10 +15,18 @@ func newUnjoinCommand(host *hostFlags) *cobra.Command {
 		memberContext    string
 	)
 	cmd := &cobra.Command{
-		Use:   "unjoin NAME [--cluster-kubeconfig FILE]",
+		Use:   "unjoin NAME [--cluster-kubeconfig FILE] [--keep-workloads]",
 		Short: "Remove a member cluster from the host, and the control plane's access from the member",
-		Long: `Delete the Cluster NAME and wait until it is gone (its Works deleted and cleaned up in the
-member, its execution namespace deleted), then the host Secret flotilla-system/NAME.
+		Long: `Delete the Cluster NAME and wait until it is gone (its Works deleted, its execution namespace
+deleted), then the host Secret flotilla-system/NAME. Waiting is bounded by --timeout.
+
+What happens to the workloads Flotilla propagated to the member:
+  by default         they are deleted from the member with the Cluster's Works (objects a
+                     policy preserves with preserveResourcesOnDeletion are kept);
+  --keep-workloads   they are left running in the member, orphaned: nothing updates or
+                     deletes them any more. They keep the label karmada.io/managed, so a later
+                     join of the same member under this host takes them over again.
+If the member cannot be reached, its Works are released without cleanup either way.
 
 With --cluster-kubeconfig it also deletes, in the member, the ServiceAccount, ClusterRole and
 ClusterRoleBinding that join created, which revokes the control plane's tokens. Without it they
@@ -62,5 +70,6 @@ are left in place, and listed.`,
 	f.StringVar(&memberKubeconfig, "cluster-kubeconfig", "", "Kubeconfig of the member cluster, to remove what join created there")
 	f.StringVar(&memberContext, "cluster-context", "", "Context of the member kubeconfig to use (default: its current context)")
 	f.DurationVar(&o.Timeout, "timeout", join.DefaultUnjoinTimeout, "How long to wait for the Cluster to be deleted")
+	f.BoolVar(&o.KeepWorkloads, "keep-workloads", false, "Leave the propagated objects running in the member (orphaned) instead of deleting them")
 	return cmd
 }

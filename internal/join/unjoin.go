@@ -39,6 +39,9 @@ type UnjoinOptions struct {
 	Member *rest.Config
 	// Timeout bounds the wait for the Cluster to go; default DefaultUnjoinTimeout.
 	Timeout time.Duration
+	// KeepWorkloads leaves the objects Flotilla propagated to the member in place (orphaned,
+	// still labelled karmada.io/managed) instead of deleting them with the Cluster's Works.
+	KeepWorkloads bool
 }
 
 // UnjoinResult is what Unjoin removed and what it left.
@@ -92,6 +95,18 @@ func Unjoin(ctx context.Context, o UnjoinOptions) (*UnjoinResult, error) {
 	}
 
 	if cluster != nil {
+		if o.KeepWorkloads && cluster.Annotations[wellknown.KeepWorkloadsAnnotation] != "true" {
+			// Set before the deletion: the execution controller reads it when it releases
+			// the Works of a Cluster being deleted.
+			patch := client.MergeFrom(cluster.DeepCopy())
+			if cluster.Annotations == nil {
+				cluster.Annotations = map[string]string{}
+			}
+			cluster.Annotations[wellknown.KeepWorkloadsAnnotation] = "true"
+			if err := host.Patch(ctx, cluster, patch); err != nil && !apierrors.IsNotFound(err) {
+				return nil, hostSide.explain(err, "annotate Cluster "+o.Name+" to keep its workloads")
+			}
+		}
 		if err := deleteCluster(ctx, host, cluster, o.Timeout); err != nil {
 			return nil, hostSide.explain(err, "delete Cluster "+o.Name)
 		}

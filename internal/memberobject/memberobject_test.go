@@ -1,0 +1,122 @@
+package memberobject
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/flotilla-io/flotilla/api/wellknown"
+)
+
+const host = "host-a"
+
+func obj(labels, annotations map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apps/v1")
+	u.SetKind("Deployment")
+	u.SetNamespace("ns")
+	u.SetName("web")
+	u.SetLabels(labels)
+	u.SetAnnotations(annotations)
+	return u
+}
+
+var managed = map[string]string{wellknown.ManagedLabel: wellknown.ManagedLabelValue}
+
+func TestOwner(t *testing.T) {
+	desired := obj(managed, map[string]string{wellknown.ResourceTemplateUIDAnnotation: "uid-1", wellknown.WorkNameAnnotation: "w"})
+	for _, tc := range []struct {
+		name string
+		cur  *unstructured.Unstructured
+		want Ownership
+	}{
+		{"absent", nil, Absent},
+		{"no managed label", obj(nil, nil), Unmanaged},
+		{"managed label false", obj(map[string]string{wellknown.ManagedLabel: "false"}, nil), Unmanaged},
+		{"our host id", obj(managed, map[string]string{wellknown.HostIDAnnotation: host}), Ours},
+		{"our host id, other template", obj(managed, map[string]string{wellknown.HostIDAnnotation: host, wellknown.ResourceTemplateUIDAnnotation: "uid-2"}), Ours},
+		{"another host id", obj(managed, map[string]string{wellknown.HostIDAnnotation: "host-b", wellknown.ResourceTemplateUIDAnnotation: "uid-1"}), OtherControlPlane},
+		{"no host id, same template (made before host ids)", obj(managed, map[string]string{wellknown.ResourceTemplateUIDAnnotation: "uid-1"}), Ours},
+		{"no host id, other template (Karmada)", obj(managed, map[string]string{wellknown.ResourceTemplateUIDAnnotation: "uid-9"}), OtherControlPlane},
+		{"no host id, no template uid", obj(managed, nil), OtherControlPlane},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Owner(tc.cur, desired, host); got != tc.want {
+				t.Errorf("Owner = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckConflict(t *testing.T) {
+	desired := obj(managed, map[string]string{wellknown.ResourceTemplateUIDAnnotation: "uid-1"})
+	overwrite := obj(managed, map[string]string{wellknown.ResourceTemplateUIDAnnotation: "uid-1",
+		wellknown.ConflictResolutionAnnotation: wellknown.ConflictResolutionOverwrite})
+
+	var c *ConflictError
+	err := CheckConflict(obj(nil, nil), desired, host)
+	if !errors.As(err, &c) || c.Owner != Unmanaged || !strings.Contains(err.Error(), "not managed by Flotilla") {
+		t.Fatalf("unmanaged object: got %v", err)
+	}
+	other := obj(managed, map[string]string{wellknown.HostIDAnnotation: "host-b"})
+	err = CheckConflict(other, desired, host)
+	if !errors.As(err, &c) || c.Owner != OtherControlPlane || !strings.Contains(err.Error(), "another control plane (host id host-b)") ||
+		!strings.Contains(err.Error(), "conflictResolution: Overwrite") {
+		t.Fatalf("other control plane: got %v", err)
+	}
+	for _, cur := range []*unstructured.Unstructured{obj(nil, nil), other} {
+		if err := CheckConflict(cur, overwrite, host); err != nil {
+			t.Errorf("Overwrite must take over %v: %v", cur.GetAnnotations(), err)
+		}
+	}
+	if err := CheckConflict(nil, desired, host); err != nil {
+		t.Errorf("absent object: %v", err)
+	}
+}
+
+func TestMayDelete(t *testing.T) {
+	manifest := obj(managed, map[string]string{wellknown.ResourceTemplateUIDAnnotation: "uid-1", wellknown.WorkNameAnnotation: "w"})
+	ours := obj(managed, map[string]string{wellknown.HostIDAnnotation: host, wellknown.WorkNameAnnotation: "w"})
+	if !MayDelete(ours, manifest, host) {
+		t.Error("our object of this Work must be deletable")
+	}
+	otherWork := obj(managed, map[string]string{wellknown.HostIDAnnotation: host, wellknown.WorkNameAnnotation: "w2"})
+	if MayDelete(otherWork, manifest, host) {
+		t.Error("an object now of another Work must be kept")
+	}
+	otherHost := obj(managed, map[string]string{wellknown.HostIDAnnotation: "host-b", wellknown.WorkNameAnnotation: "w"})
+	if MayDelete(otherHost, manifest, host) {
+		t.Error("another control plane's object must be kept")
+	}
+}
+
+func TestScaledByOthers(t *testing.T) {
+	entry := func(manager, subresource, fields string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource,
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+	}
+	replicas := `{"f:spec":{"f:replicas":{}}}`
+	for _, tc := range []struct {
+		name    string
+		entries []metav1.ManagedFieldsEntry
+		want    bool
+	}{
+		{"none", nil, false},
+		{"HPA through scale", []metav1.ManagedFieldsEntry{entry("kube-controller-manager", "scale", replicas)}, true},
+		{"ours through scale", []metav1.ManagedFieldsEntry{entry(wellknown.FieldManager, "scale", replicas)}, false},
+		{"someone edited the object", []metav1.ManagedFieldsEntry{entry("kubectl-edit", "", replicas)}, false},
+		{"scale of another field", []metav1.ManagedFieldsEntry{entry("x", "scale", `{"f:spec":{"f:paused":{}}}`)}, false},
+		{"garbage fields", []metav1.ManagedFieldsEntry{entry("x", "scale", `not json`)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := obj(nil, nil)
+			u.SetManagedFields(tc.entries)
+			if got := ScaledByOthers(u, wellknown.FieldManager); got != tc.want {
+				t.Errorf("ScaledByOthers = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
