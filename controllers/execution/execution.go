@@ -220,7 +220,9 @@ func ManifestStatuses(mapper meta.RESTMapper, interp StatusInterpreter, objs []*
 	return out
 }
 
-// manifests decodes the Work's manifests.
+// manifests decodes the Work's manifests, each labelled karmada.io/managed and annotated
+// with the Work's name, as the binding controller renders them; a Work written by someone
+// else gets them here, so its member objects are ours to update and delete too.
 func manifests(work *workv1alpha1.Work) ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(work.Spec.Workload.Manifests))
 	for i, m := range work.Spec.Workload.Manifests {
@@ -228,6 +230,21 @@ func manifests(work *workv1alpha1.Work) ([]*unstructured.Unstructured, error) {
 		if err := u.UnmarshalJSON(m.Raw); err != nil {
 			return nil, fmt.Errorf("manifest %d: %w", i, err)
 		}
+		if u.GetKind() == "" || u.GetAPIVersion() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("manifest %d: apiVersion, kind and metadata.name are required", i)
+		}
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[wellknown.ManagedLabel] = wellknown.ManagedLabelValue
+		u.SetLabels(labels)
+		ann := u.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[wellknown.WorkNamespaceAnnotation], ann[wellknown.WorkNameAnnotation] = work.Namespace, work.Name
+		u.SetAnnotations(ann)
 		out = append(out, u)
 	}
 	return out, nil

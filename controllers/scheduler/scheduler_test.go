@@ -3,12 +3,14 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -172,5 +174,33 @@ var _ = Describe("Scheduler reconciler", func() {
 		Expect(c.Update(ctx, cl)).To(Succeed())
 		Eventually(func() map[string]int32 { return replicasOf(get(ctx, ns, "evictable")) }).WithContext(ctx).
 			Should(Equal(map[string]int32{"m1": 0}))
+	})
+
+	It("retries an unschedulable binding when a cluster's capacity grows, with no other change", func(ctx context.Context) {
+		Expect(createCluster(ctx, c, "cap-1", map[string]string{"pool": "capacity"})).To(Succeed())
+		ns := newNamespace(ctx)
+		p := &policyv1alpha1.Placement{
+			ClusterAffinity: &policyv1alpha1.ClusterAffinity{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "capacity"}}},
+			ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDivided,
+				ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceWeighted,
+				WeightPreference:          &policyv1alpha1.ClusterPreferences{DynamicWeight: policyv1alpha1.DynamicWeightByAvailableReplicas}},
+		}
+		rb := newBinding(ns, "big", 4, p)
+		rb.Spec.ReplicaRequirements = &workv1alpha2.ReplicaRequirements{ResourceRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+		Expect(c.Create(ctx, rb)).To(Succeed())
+		Eventually(func(g Gomega) {
+			cond := meta.FindStatusCondition(get(ctx, ns, "big").Status.Conditions, wellknown.ConditionScheduled)
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Reason).To(Equal(wellknown.ReasonBindingUnschedulable))
+		}).WithContext(ctx).Should(Succeed())
+
+		// Only the status changes, as the cluster controller's collection would write it
+		// after a Node joined: the binding must be tried again at once, not after a backoff.
+		cl := &clusterv1alpha1.Cluster{}
+		Expect(c.Get(ctx, types.NamespacedName{Name: "cap-1"}, cl)).To(Succeed())
+		cl.Status.ResourceSummary = &clusterv1alpha1.ResourceSummary{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}}
+		Expect(c.Status().Update(ctx, cl)).To(Succeed())
+		Eventually(func() map[string]int32 { return replicasOf(get(ctx, ns, "big")) }).WithContext(ctx).WithTimeout(10 * time.Second).
+			Should(Equal(map[string]int32{"cap-1": 4}))
 	})
 })

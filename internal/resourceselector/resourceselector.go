@@ -45,15 +45,6 @@ func (p Precision) String() string {
 	return fmt.Sprintf("Precision(%d)", int(p))
 }
 
-// Matches reports whether the selector selects the template: apiVersion and kind are equal,
-// the namespace is equal when the selector sets one, and either the name is equal (when set;
-// the labelSelector is then ignored) or the labels match the labelSelector (when set). The
-// error reports an invalid labelSelector.
-func Matches(sel policyv1alpha1.ResourceSelector, obj *unstructured.Unstructured) (bool, error) {
-	p, err := Match(sel, obj)
-	return p != NoMatch, err
-}
-
 // Match returns how precisely the selector selects the template; NoMatch when it does not.
 // The error reports an invalid labelSelector.
 func Match(sel policyv1alpha1.ResourceSelector, obj *unstructured.Unstructured) (Precision, error) {
