@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers/binding"
@@ -100,6 +101,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	members := member.NewManager(mgr.GetScheme(), member.Options{
 		QPS: o.MemberQPS, Burst: o.MemberBurst, FailureThreshold: o.FailureThreshold, ProbeInterval: o.ProbeInterval,
 	})
+	// Member connections (caches, probe goroutines) end with the manager.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		for _, name := range members.Names() {
+			members.Disconnect(name)
+		}
+		return nil
+	})); err != nil {
+		return nil, err
+	}
 	interp := interpreter.Interpreter{}
 	if err := binding.SetupIndexes(ctx, mgr); err != nil {
 		return nil, err

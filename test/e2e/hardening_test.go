@@ -292,3 +292,27 @@ var _ = Describe("Unjoin", func() {
 		Eventually(memberValue(ctx, "member3", ns, "cm")).WithContext(ctx).Should(Equal("v2"))
 	})
 })
+
+var _ = Describe("Member caches", func() {
+	It("creates a member namespace again after someone deleted it there", func(ctx context.Context) {
+		ns := templateNamespace(ctx, "e2e-nscache")
+		Expect(env.Host.Create(ctx, policyTo(ns, "all", false, "member2"))).To(Succeed())
+		Expect(env.Host.Create(ctx, configMap(ns, "cm", "v1"))).To(Succeed())
+		Eventually(memberValue(ctx, "member2", ns, "cm")).WithContext(ctx).Should(Equal("v1"))
+
+		old := &corev1.Namespace{}
+		Expect(env.Members["member2"].Get(ctx, types.NamespacedName{Name: ns}, old)).To(Succeed())
+		Expect(env.Members["member2"].Delete(ctx, old)).To(Succeed())
+		// Gone, or already made again by the execution controller (the ConfigMap's deletion
+		// is drift it repairs).
+		Eventually(func() bool {
+			cur := &corev1.Namespace{}
+			err := env.Members["member2"].Get(ctx, types.NamespacedName{Name: ns}, cur)
+			return apierrors.IsNotFound(err) || (err == nil && cur.UID != old.UID)
+		}).WithContext(ctx).Should(BeTrue())
+		// The execution controller had seen the namespace; it must not trust that any more.
+		setValue(ctx, ns, "cm", "v2")
+		Eventually(memberValue(ctx, "member2", ns, "cm")).WithContext(ctx).Should(Equal("v2"))
+		eventuallyAllApplied(ctx, ns, 1)
+	})
+})
