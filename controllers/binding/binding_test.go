@@ -1,0 +1,380 @@
+package binding_test
+
+import (
+	"context"
+	"encoding/json"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/internal/bindings"
+	"github.com/flotilla-io/flotilla/internal/overrides"
+	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
+)
+
+// bindingFor creates the binding the detector would write for a template, scheduled as the
+// scheduler would; without the binding controller's finalizer when finalizer is false.
+func bindingFor(ctx context.Context, tmpl client.Object, replicas int32, finalizer bool, clusters []workv1alpha2.TargetCluster) client.Object {
+	GinkgoHelper()
+	rb := env.Binding(tmpl, replicas, clusters...)
+	if !finalizer {
+		rb.SetFinalizers(nil)
+	}
+	Expect(env.Host.Create(ctx, rb)).To(Succeed())
+	return rb
+}
+
+// workKey is the key of the Work that carries the template to the cluster.
+func workKey(cluster string, tmpl client.Object) types.NamespacedName {
+	gvk, err := apiutil.GVKForObject(tmpl, env.Scheme)
+	Expect(err).NotTo(HaveOccurred())
+	return types.NamespacedName{Namespace: wellknown.ExecutionNamespace(cluster),
+		Name: bindings.WorkName(gvk.Kind, tmpl.GetNamespace(), tmpl.GetName())}
+}
+
+func getWork(ctx context.Context, g Gomega, cluster string, tmpl client.Object) *workv1alpha1.Work {
+	w := &workv1alpha1.Work{}
+	g.Expect(env.Host.Get(ctx, workKey(cluster, tmpl), w)).To(Succeed())
+	return w
+}
+
+// manifest waits for the template's Work on the cluster and returns it and its manifest
+// once check passes.
+func manifest(ctx context.Context, cluster string, tmpl client.Object,
+	check func(g Gomega, w *workv1alpha1.Work, m *unstructured.Unstructured),
+) (*workv1alpha1.Work, *unstructured.Unstructured) {
+	GinkgoHelper()
+	var w *workv1alpha1.Work
+	var m *unstructured.Unstructured
+	Eventually(func(g Gomega) {
+		w = getWork(ctx, g, cluster, tmpl)
+		g.Expect(w.Spec.Workload.Manifests).To(HaveLen(1))
+		m = fleettest.Manifest(g, w, 0)
+		if check != nil {
+			check(g, w, m)
+		}
+	}).WithContext(ctx).Should(Succeed())
+	return w, m
+}
+
+func replicasOf(g Gomega, m *unstructured.Unstructured) int64 {
+	r, found, err := unstructured.NestedInt64(m.Object, "spec", "replicas")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(found).To(BeTrue())
+	return r
+}
+
+func imageOf(g Gomega, m *unstructured.Unstructured) string {
+	cs, _, err := unstructured.NestedSlice(m.Object, "spec", "template", "spec", "containers")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cs).To(HaveLen(1))
+	return cs[0].(map[string]any)["image"].(string)
+}
+
+// expectWorkDeleted waits until the binding controller has deleted the Work (it waits on the
+// execution finalizer, as no execution controller runs), checks what it was told about the
+// member objects, and lets it go.
+func expectWorkDeleted(ctx context.Context, key types.NamespacedName, preserve bool) {
+	GinkgoHelper()
+	w := &workv1alpha1.Work{}
+	Eventually(func(g Gomega) {
+		g.Expect(env.Host.Get(ctx, key, w)).To(Succeed())
+		g.Expect(w.DeletionTimestamp).NotTo(BeNil())
+	}).WithContext(ctx).Should(Succeed())
+	Expect(ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false)).To(Equal(preserve), "preserveResourcesOnDeletion")
+	env.Release(ctx, w)
+	Eventually(fleettest.Gone(ctx, env.Host, w)).WithContext(ctx).Should(BeTrue())
+}
+
+func overridden(ctx context.Context, g Gomega, rb client.Object) *metav1.Condition {
+	env.Get(ctx, g, rb)
+	return meta.FindStatusCondition(bindings.Status(rb).Conditions, wellknown.ConditionOverridden)
+}
+
+func deploymentSelector(name string) []policyv1alpha1.ResourceSelector {
+	return []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: name}}
+}
+
+func onCluster(name string) *policyv1alpha1.ClusterAffinity {
+	return &policyv1alpha1.ClusterAffinity{ClusterNames: []string{name}}
+}
+
+var _ = Describe("Rendering Works", func() {
+	It("writes one Work per scheduled cluster, with the template pruned and its replicas revised per cluster", func(ctx SpecContext) {
+		ns := "bind-basic"
+		env.TemplateNamespace(ctx, ns)
+		web := fleettest.Deployment(ns, "web", 4)
+		// What the detector and the host put on a template, which must not reach members.
+		web.Labels = map[string]string{"app": "web", wellknown.PropagationPolicyPermanentIDLabel: "some-policy-id"}
+		web.Annotations = map[string]string{wellknown.PropagationPolicyNameAnnotation: "pp",
+			"kubectl.kubernetes.io/last-applied-configuration": "{}"}
+		Expect(env.Host.Create(ctx, web)).To(Succeed())
+		web.Status = appsv1.DeploymentStatus{Replicas: 4, ObservedGeneration: 1}
+		Expect(env.Host.Status().Update(ctx, web)).To(Succeed())
+
+		rb := bindingFor(ctx, web, 4, true, fleettest.Scheduled("member1", 1, "member2", 3))
+		for _, c := range []struct {
+			cluster  string
+			replicas int64
+		}{{"member1", 1}, {"member2", 3}} {
+			w, m := manifest(ctx, c.cluster, web, nil)
+			Expect(w.Labels).To(HaveKeyWithValue(wellknown.ResourceBindingPermanentIDLabel, rb.GetLabels()[wellknown.ResourceBindingPermanentIDLabel]))
+			Expect(w.Labels).To(HaveKeyWithValue(wellknown.ManagedLabel, wellknown.ManagedLabelValue))
+			Expect(w.Labels).To(HaveKeyWithValue(wellknown.WorkPermanentIDLabel, Not(BeEmpty())))
+			Expect(w.Annotations).To(HaveKeyWithValue(wellknown.ResourceBindingNamespaceAnnotation, ns))
+			Expect(w.Annotations).To(HaveKeyWithValue(wellknown.ResourceBindingNameAnnotation, "web-deployment"))
+			Expect(w.Annotations).NotTo(Or(HaveKey(wellknown.AppliedOverridesAnnotation), HaveKey(wellknown.AppliedClusterOverridesAnnotation)))
+			Expect(w.Finalizers).To(ConsistOf(wellknown.ExecutionControllerFinalizer))
+			Expect(w.Spec.SuspendDispatching).To(BeNil())
+			Expect(w.Spec.PreserveResourcesOnDeletion).To(BeNil())
+
+			Expect(replicasOf(Default, m)).To(Equal(c.replicas))
+			Expect(m.Object).NotTo(HaveKey("status"))
+			Expect(m.Object["metadata"]).NotTo(Or(HaveKey("uid"), HaveKey("resourceVersion"), HaveKey("generation"),
+				HaveKey("creationTimestamp"), HaveKey("managedFields")))
+			Expect(m.GetLabels()).To(Equal(map[string]string{"app": "web", wellknown.ManagedLabel: wellknown.ManagedLabelValue}))
+			Expect(m.GetAnnotations()).To(Equal(map[string]string{
+				wellknown.WorkNamespaceAnnotation:              w.Namespace,
+				wellknown.WorkNameAnnotation:                   w.Name,
+				wellknown.ResourceTemplateUIDAnnotation:        string(web.UID),
+				wellknown.ResourceTemplateGenerationAnnotation: "1",
+			}))
+		}
+		Eventually(func(g Gomega) []string { return env.EventReasons(ctx, g, rb) }).WithContext(ctx).
+			Should(ContainElement(wellknown.EventReasonSyncWorkSucceed))
+
+		By("following a new schedule")
+		patch := client.MergeFrom(rb.DeepCopyObject().(client.Object))
+		bindings.Spec(rb).Clusters = fleettest.Scheduled("member1", 2, "member2", 2)
+		Expect(env.Host.Patch(ctx, rb, patch)).To(Succeed())
+		for _, c := range clusterNames {
+			manifest(ctx, c, web, func(g Gomega, _ *workv1alpha1.Work, m *unstructured.Unstructured) {
+				g.Expect(replicasOf(g, m)).To(Equal(int64(2)))
+			})
+		}
+	})
+
+	It("applies ClusterOverridePolicies and OverridePolicies per cluster and records them on the Work", func(ctx SpecContext) {
+		ns := "bind-overrides"
+		env.TemplateNamespace(ctx, ns)
+		web := fleettest.Deployment(ns, "web", 2)
+		Expect(env.Host.Create(ctx, web)).To(Succeed())
+
+		op := &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mirror"},
+			Spec: policyv1alpha1.OverrideSpec{ResourceSelectors: deploymentSelector("web"),
+				OverrideRules: []policyv1alpha1.RuleWithCluster{{TargetCluster: onCluster("member1"), Overriders: policyv1alpha1.Overriders{
+					ImageOverrider:  []policyv1alpha1.ImageOverrider{{Component: policyv1alpha1.Registry, Operator: policyv1alpha1.OverriderOpReplace, Value: "mirror.example.com"}},
+					LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{{Operator: policyv1alpha1.OverriderOpAdd, Value: map[string]string{"tier": "gold"}}},
+				}}}}}
+		Expect(env.Host.Create(ctx, op)).To(Succeed())
+		cop := &policyv1alpha1.ClusterOverridePolicy{ObjectMeta: metav1.ObjectMeta{Name: "bind-overrides-note"},
+			Spec: policyv1alpha1.OverrideSpec{
+				ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "web"}},
+				OverrideRules: []policyv1alpha1.RuleWithCluster{{TargetCluster: onCluster("member2"), Overriders: policyv1alpha1.Overriders{
+					AnnotationsOverrider: []policyv1alpha1.LabelAnnotationOverrider{{Operator: policyv1alpha1.OverriderOpAdd, Value: map[string]string{"note": "from-cop"}}},
+				}}}}}
+		Expect(env.Host.Create(ctx, cop)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(env.Host.Delete(ctx, cop)).To(Succeed()) })
+
+		bindingFor(ctx, web, 2, true, fleettest.Scheduled("member1", 1, "member2", 1))
+		w1, m1 := manifest(ctx, "member1", web, nil)
+		Expect(imageOf(Default, m1)).To(Equal("mirror.example.com/pause:3.10"))
+		Expect(m1.GetLabels()).To(HaveKeyWithValue("tier", "gold"))
+		Expect(m1.GetAnnotations()).NotTo(HaveKey("note"))
+		var applied []overrides.AppliedOverrider
+		Expect(json.Unmarshal([]byte(w1.Annotations[wellknown.AppliedOverridesAnnotation]), &applied)).To(Succeed())
+		Expect(applied).To(ConsistOf(overrides.AppliedOverrider{PolicyName: "mirror", Overriders: op.Spec.OverrideRules[0].Overriders}))
+		Expect(w1.Annotations).NotTo(HaveKey(wellknown.AppliedClusterOverridesAnnotation))
+
+		w2, m2 := manifest(ctx, "member2", web, nil)
+		Expect(imageOf(Default, m2)).To(Equal(fleettest.Image))
+		Expect(m2.GetLabels()).NotTo(HaveKey("tier"))
+		Expect(m2.GetAnnotations()).To(HaveKeyWithValue("note", "from-cop"))
+		Expect(w2.Annotations).NotTo(HaveKey(wellknown.AppliedOverridesAnnotation))
+		Expect(w2.Annotations).To(HaveKeyWithValue(wellknown.AppliedClusterOverridesAnnotation, ContainSubstring(`"policyName":"bind-overrides-note"`)))
+
+		By("re-rendering when an OverridePolicy changes")
+		patch := client.MergeFrom(op.DeepCopy())
+		op.Spec.OverrideRules[0].Overriders.LabelsOverrider[0].Value = map[string]string{"tier": "silver"}
+		Expect(env.Host.Patch(ctx, op, patch)).To(Succeed())
+		manifest(ctx, "member1", web, func(g Gomega, _ *workv1alpha1.Work, m *unstructured.Unstructured) {
+			g.Expect(m.GetLabels()).To(HaveKeyWithValue("tier", "silver"))
+		})
+
+		By("dropping the record when the policy goes")
+		Expect(env.Host.Delete(ctx, op)).To(Succeed())
+		manifest(ctx, "member1", web, func(g Gomega, w *workv1alpha1.Work, m *unstructured.Unstructured) {
+			g.Expect(m.GetLabels()).NotTo(HaveKey("tier"))
+			g.Expect(imageOf(g, m)).To(Equal(fleettest.Image))
+			g.Expect(w.Annotations).NotTo(HaveKey(wellknown.AppliedOverridesAnnotation))
+		})
+	})
+
+	It("reports an override that cannot be applied as Overridden=False, and withholds only that cluster's Work", func(ctx SpecContext) {
+		ns := "bind-override-error"
+		env.TemplateNamespace(ctx, ns)
+		web := fleettest.Deployment(ns, "web", 2)
+		Expect(env.Host.Create(ctx, web)).To(Succeed())
+		op := &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "broken"},
+			Spec: policyv1alpha1.OverrideSpec{ResourceSelectors: deploymentSelector("web"),
+				OverrideRules: []policyv1alpha1.RuleWithCluster{{TargetCluster: onCluster("member1"), Overriders: policyv1alpha1.Overriders{
+					Plaintext: []policyv1alpha1.PlaintextOverrider{{Path: "/spec/noSuchField", Operator: policyv1alpha1.OverriderOpReplace,
+						Value: apiextensionsv1.JSON{Raw: []byte(`1`)}}},
+				}}}}}
+		Expect(env.Host.Create(ctx, op)).To(Succeed())
+
+		rb := bindingFor(ctx, web, 2, true, fleettest.Scheduled("member1", 1, "member2", 1))
+		Eventually(func(g Gomega) {
+			c := overridden(ctx, g, rb)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(wellknown.ReasonOverrideFailed))
+			g.Expect(c.Message).To(And(ContainSubstring("member1"), ContainSubstring("broken"), ContainSubstring("/spec/noSuchField")))
+			g.Expect(c.ObservedGeneration).To(Equal(rb.GetGeneration()))
+		}).WithContext(ctx).Should(Succeed())
+		Eventually(func(g Gomega) []string { return env.EventReasons(ctx, g, rb) }).WithContext(ctx).
+			Should(ContainElement(wellknown.EventReasonApplyOverrideFailed))
+		manifest(ctx, "member2", web, nil)
+		Expect(fleettest.Gone(ctx, env.Host, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{
+			Namespace: workKey("member1", web).Namespace, Name: workKey("member1", web).Name}})()).To(BeTrue(),
+			"no half-overridden Work for member1")
+
+		By("fixing the policy")
+		patch := client.MergeFrom(op.DeepCopy())
+		op.Spec.OverrideRules[0].Overriders.Plaintext[0] = policyv1alpha1.PlaintextOverrider{Path: "/spec/minReadySeconds",
+			Operator: policyv1alpha1.OverriderOpAdd, Value: apiextensionsv1.JSON{Raw: []byte(`5`)}}
+		Expect(env.Host.Patch(ctx, op, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := overridden(ctx, g, rb)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(wellknown.ReasonOverrideSucceeded))
+		}).WithContext(ctx).Should(Succeed())
+		manifest(ctx, "member1", web, func(g Gomega, _ *workv1alpha1.Work, m *unstructured.Unstructured) {
+			g.Expect(m.Object["spec"]).To(HaveKeyWithValue("minReadySeconds", BeNumerically("==", 5)))
+		})
+	})
+
+	It("renders a ClusterResourceBinding's Works", func(ctx SpecContext) {
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "bind-reader"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}}
+		Expect(env.Host.Create(ctx, role)).To(Succeed())
+		crb := bindingFor(ctx, role, 0, true, fleettest.Scheduled("member1", 0, "member2", 0))
+		for _, c := range clusterNames {
+			w, m := manifest(ctx, c, role, nil)
+			Expect(w.Labels).To(HaveKeyWithValue(wellknown.ClusterResourceBindingPermanentIDLabel,
+				crb.GetLabels()[wellknown.ClusterResourceBindingPermanentIDLabel]))
+			Expect(w.Annotations).To(HaveKeyWithValue(wellknown.ClusterResourceBindingNameAnnotation, "bind-reader-clusterrole"))
+			Expect(m.GetKind()).To(Equal("ClusterRole"))
+			Expect(m.Object).To(HaveKey("rules"))
+		}
+	})
+})
+
+var _ = Describe("Removing Works", func() {
+	It("deletes the Work of a cluster no longer scheduled, and only that one", func(ctx SpecContext) {
+		ns := "bind-unschedule"
+		env.TemplateNamespace(ctx, ns)
+		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+		Expect(env.Host.Create(ctx, cm)).To(Succeed())
+		rb := bindingFor(ctx, cm, 0, true, fleettest.Scheduled("member1", 0, "member2", 0))
+		w1, _ := manifest(ctx, "member1", cm, nil)
+		manifest(ctx, "member2", cm, nil)
+
+		patch := client.MergeFrom(rb.DeepCopyObject().(client.Object))
+		bindings.Spec(rb).Clusters = fleettest.Scheduled("member1", 0)
+		Expect(env.Host.Patch(ctx, rb, patch)).To(Succeed())
+		expectWorkDeleted(ctx, workKey("member2", cm), false)
+		Consistently(fleettest.Gone(ctx, env.Host, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{
+			Namespace: workKey("member2", cm).Namespace, Name: workKey("member2", cm).Name}})).WithContext(ctx).Should(BeTrue(),
+			"not recreated")
+		Expect(getWork(ctx, Default, "member1", cm).UID).To(Equal(w1.UID))
+	})
+
+	It("writes again a Work deleted by hand", func(ctx SpecContext) {
+		ns := "bind-recreate"
+		env.TemplateNamespace(ctx, ns)
+		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+		Expect(env.Host.Create(ctx, cm)).To(Succeed())
+		bindingFor(ctx, cm, 0, true, fleettest.Scheduled("member1", 0))
+		old, _ := manifest(ctx, "member1", cm, nil)
+
+		Expect(env.Host.Delete(ctx, old)).To(Succeed())
+		env.Release(ctx, old) // as the execution controller would once the member object is gone
+		manifest(ctx, "member1", cm, func(g Gomega, w *workv1alpha1.Work, _ *unstructured.Unstructured) {
+			g.Expect(w.UID).NotTo(Equal(old.UID))
+			g.Expect(w.DeletionTimestamp).To(BeNil())
+		})
+	})
+
+	It("deletes the Works of a deleted binding, and then lets the binding go", func(ctx SpecContext) {
+		ns := "bind-delete"
+		env.TemplateNamespace(ctx, ns)
+		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+		Expect(env.Host.Create(ctx, cm)).To(Succeed())
+		rb := bindingFor(ctx, cm, 0, true, fleettest.Scheduled("member1", 0, "member2", 0))
+		for _, c := range clusterNames {
+			manifest(ctx, c, cm, nil)
+		}
+		Expect(env.Host.Delete(ctx, rb)).To(Succeed())
+		for _, c := range clusterNames {
+			expectWorkDeleted(ctx, workKey(c, cm), false)
+		}
+		Eventually(fleettest.Gone(ctx, env.Host, rb)).WithContext(ctx).Should(BeTrue())
+	})
+
+	It("tells the Works of a deleted binding that preserves resources to keep their member objects", func(ctx SpecContext) {
+		ns := "bind-delete-preserve"
+		env.TemplateNamespace(ctx, ns)
+		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+		Expect(env.Host.Create(ctx, cm)).To(Succeed())
+		rb := bindingFor(ctx, cm, 0, true, fleettest.Scheduled("member1", 0, "member2", 0))
+		for _, c := range clusterNames {
+			manifest(ctx, c, cm, nil)
+		}
+		// As the detector unbinds a template: preserve, then delete at once.
+		Expect(env.Host.Patch(ctx, rb, client.RawPatch(types.MergePatchType,
+			[]byte(`{"spec":{"preserveResourcesOnDeletion":true}}`)))).To(Succeed())
+		Expect(env.Host.Delete(ctx, rb)).To(Succeed())
+		for _, c := range clusterNames {
+			expectWorkDeleted(ctx, workKey(c, cm), true)
+		}
+		Eventually(fleettest.Gone(ctx, env.Host, rb)).WithContext(ctx).Should(BeTrue())
+	})
+})
+
+var _ = Describe("Bindings created without the binding controller's finalizer", Label("bug"), func() {
+	// BUG (controllers/binding/binding.go, Reconcile): a binding created without the
+	// finalizer karmada.io/binding-controller (by anything but the detector, e.g. kubectl or
+	// Karmada tooling) gets it added by a patch, and Reconcile returns. The patch changes
+	// neither generation, labels nor annotations, so the controller's predicates drop the
+	// update event and nothing renders the Works until some other event comes (a change of
+	// the binding, a policy or a Cluster). Un-pend once the finalizer patch is followed by a
+	// reconcile (requeue, or render in the same pass).
+	PIt("renders their Works all the same", func(ctx SpecContext) {
+		ns := "bind-no-finalizer"
+		env.TemplateNamespace(ctx, ns)
+		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+		Expect(env.Host.Create(ctx, cm)).To(Succeed())
+		rb := bindingFor(ctx, cm, 0, false, fleettest.Scheduled("member1", 0))
+		Eventually(func(g Gomega) {
+			env.Get(ctx, g, rb)
+			g.Expect(rb.GetFinalizers()).To(ContainElement(wellknown.BindingControllerFinalizer))
+		}).WithContext(ctx).Should(Succeed())
+		manifest(ctx, "member1", cm, nil)
+	})
+})

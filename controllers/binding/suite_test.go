@@ -1,0 +1,50 @@
+package binding_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/controllers/binding"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
+)
+
+// The suite runs the binding controllers (ResourceBinding and ClusterResourceBinding) alone,
+// in-process, against a host apiserver. The tests play the detector and the scheduler: they
+// write templates, and bindings with spec.clusters set. The Clusters are objects only (no
+// member is connected) and no execution controller runs, so a Work the binding controller
+// deletes waits on the execution finalizer, which shows how it was deleted.
+var env *fleettest.Env
+
+var clusterNames = []string{"member1", "member2"}
+
+func TestBindingController(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a host cluster")
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Binding controller suite")
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	env = fleettest.Start(ctx, fleettest.Options{Name: "binding"})
+	env.CreateClusters(ctx, clusterNames...)
+	mgr := env.NewManager()
+	Expect(binding.SetupIndexes(context.Background(), mgr)).To(Succeed())
+	for _, nb := range []func() client.Object{
+		func() client.Object { return &workv1alpha2.ResourceBinding{} },
+		func() client.Object { return &workv1alpha2.ClusterResourceBinding{} },
+	} {
+		Expect((&binding.Reconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("binding-controller"),
+			Interpreter: interpreter.Interpreter{}, NewBinding: nb,
+		}).SetupWithManager(mgr, 4)).To(Succeed())
+	}
+	fleettest.StartManager(mgr)
+}, NodeTimeout(3*time.Minute))

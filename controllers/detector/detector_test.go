@@ -1,0 +1,343 @@
+package detector_test
+
+import (
+	"context"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/controllers/detector"
+	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
+)
+
+// policy returns a PropagationPolicy (ns set) or ClusterPropagationPolicy (ns empty) that
+// selects the given kind and, if given, name, and places on member1 and member2.
+func policy(ns, name string, sel policyv1alpha1.ResourceSelector) client.Object {
+	spec := policyv1alpha1.PropagationSpec{
+		ResourceSelectors: []policyv1alpha1.ResourceSelector{sel},
+		Placement: policyv1alpha1.Placement{
+			ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1", "member2"}},
+			ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
+				ReplicaSchedulingType:     policyv1alpha1.ReplicaSchedulingTypeDivided,
+				ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceAggregated,
+			},
+		},
+	}
+	if ns == "" {
+		return &policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+	}
+	return &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
+}
+
+func selectConfigMap(name string) policyv1alpha1.ResourceSelector {
+	return policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "ConfigMap", Name: name}
+}
+
+func createPP(ctx context.Context, ns, name string, sel policyv1alpha1.ResourceSelector, mutate ...func(*policyv1alpha1.PropagationSpec)) *policyv1alpha1.PropagationPolicy {
+	GinkgoHelper()
+	pp := policy(ns, name, sel).(*policyv1alpha1.PropagationPolicy)
+	for _, m := range mutate {
+		m(&pp.Spec)
+	}
+	Expect(env.Host.Create(ctx, pp)).To(Succeed())
+	return pp
+}
+
+// rb returns the key-only ResourceBinding of a namespaced template.
+func rb(ns, kind, name string) *workv1alpha2.ResourceBinding {
+	return &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: detector.BindingName(kind, name)}}
+}
+
+// expectClaimedBy waits until the template is claimed by the PropagationPolicy and its
+// binding carries the policy's permanent id (the policy's UID).
+func expectClaimedBy(ctx context.Context, tmpl client.Object, pp *policyv1alpha1.PropagationPolicy) {
+	GinkgoHelper()
+	gvk, err := apiutil.GVKForObject(tmpl, env.Scheme)
+	Expect(err).NotTo(HaveOccurred())
+	kind := gvk.Kind
+	Eventually(func(g Gomega) {
+		env.Get(ctx, g, tmpl)
+		g.Expect(tmpl.GetLabels()).To(HaveKeyWithValue(wellknown.PropagationPolicyPermanentIDLabel, string(pp.UID)))
+		g.Expect(tmpl.GetAnnotations()).To(And(
+			HaveKeyWithValue(wellknown.PropagationPolicyNamespaceAnnotation, pp.Namespace),
+			HaveKeyWithValue(wellknown.PropagationPolicyNameAnnotation, pp.Name)))
+		b := rb(tmpl.GetNamespace(), kind, tmpl.GetName())
+		env.Get(ctx, g, b)
+		g.Expect(b.Labels).To(HaveKeyWithValue(wellknown.PropagationPolicyPermanentIDLabel, string(pp.UID)))
+	}).WithContext(ctx).Should(Succeed())
+}
+
+// expectUnclaimed waits until the template carries no claim.
+func expectUnclaimed(ctx context.Context, tmpl client.Object) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		env.Get(ctx, g, tmpl)
+		g.Expect(tmpl.GetLabels()).NotTo(Or(HaveKey(wellknown.PropagationPolicyPermanentIDLabel),
+			HaveKey(wellknown.ClusterPropagationPolicyPermanentIDLabel)))
+		g.Expect(tmpl.GetAnnotations()).NotTo(Or(HaveKey(wellknown.PropagationPolicyNameAnnotation),
+			HaveKey(wellknown.PropagationPolicyNamespaceAnnotation), HaveKey(wellknown.ClusterPropagationPolicyNameAnnotation)))
+	}).WithContext(ctx).Should(Succeed())
+}
+
+// expectBindingDeleted waits until the detector has deleted the binding: with no binding
+// controller running, the binding waits on its finalizer, which shows how it was deleted.
+// Then it releases the binding.
+func expectBindingDeleted(ctx context.Context, b client.Object, preserve bool) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		env.Get(ctx, g, b)
+		g.Expect(b.GetDeletionTimestamp()).NotTo(BeNil())
+	}).WithContext(ctx).Should(Succeed())
+	spec := b.(*workv1alpha2.ResourceBinding).Spec
+	Expect(ptr.Deref(spec.PreserveResourcesOnDeletion, false)).To(Equal(preserve), "preserveResourcesOnDeletion")
+	env.Release(ctx, b)
+	Eventually(fleettest.Gone(ctx, env.Host, b)).WithContext(ctx).Should(BeTrue())
+}
+
+// noPolicyWarnings counts the NoPolicyMatch warnings about obj, series included.
+func noPolicyWarnings(ctx context.Context, g Gomega, obj client.Object) int {
+	n := 0
+	for _, e := range env.Events(ctx, g, obj) {
+		if e.Reason == wellknown.EventReasonNoPolicyMatch {
+			g.Expect(e.Type).To(Equal(corev1.EventTypeWarning))
+			g.Expect(e.Note).To(Equal(wellknown.MessageNoPolicyMatch))
+			n++
+			if e.Series != nil {
+				n += int(e.Series.Count) - 1
+			}
+		}
+	}
+	return n
+}
+
+var _ = Describe("Binding templates to PropagationPolicies", func() {
+	It("claims a template and writes its ResourceBinding: replicas and requirements, placement, finalizer, owner", func(ctx SpecContext) {
+		ns := "det-basic"
+		env.TemplateNamespace(ctx, ns)
+		pp := createPP(ctx, ns, "web", policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"})
+		web := fleettest.Deployment(ns, "web", 3)
+		Expect(env.Host.Create(ctx, web)).To(Succeed())
+		expectClaimedBy(ctx, web, pp)
+
+		b := rb(ns, "Deployment", "web")
+		env.Get(ctx, Default, b)
+		Expect(b.Name).To(Equal("web-deployment"))
+		Expect(b.Labels).To(HaveKeyWithValue(wellknown.ResourceBindingPermanentIDLabel, Not(BeEmpty())))
+		Expect(b.Finalizers).To(ConsistOf(wellknown.BindingControllerFinalizer))
+		Expect(b.OwnerReferences).To(ConsistOf(metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment",
+			Name: "web", UID: web.UID, Controller: ptr.To(true)}))
+		// The claim's annotations bumped the Deployment's generation (Deployments count
+		// annotation changes); the binding names the generation it was made from.
+		Expect(b.Annotations).To(HaveKeyWithValue(wellknown.ResourceTemplateGenerationAnnotation, fmt.Sprint(web.Generation)))
+		Expect(b.Spec.Resource).To(Equal(workv1alpha2.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment",
+			Namespace: ns, Name: "web", UID: web.UID, ResourceVersion: b.Spec.Resource.ResourceVersion}))
+		Expect(b.Spec.Replicas).To(Equal(int32(3)))
+		Expect(b.Spec.ReplicaRequirements).NotTo(BeNil())
+		Expect(equality.Semantic.DeepEqual(b.Spec.ReplicaRequirements.ResourceRequest, corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
+		})).To(BeTrue(), "resourceRequest: %v", b.Spec.ReplicaRequirements.ResourceRequest)
+		Expect(b.Spec.Placement).To(Equal(&pp.Spec.Placement))
+		Expect(b.Spec.SchedulerName).To(Equal(wellknown.DefaultSchedulerName))
+		Expect(b.Spec.ConflictResolution).To(Equal(policyv1alpha1.ConflictAbort))
+		Expect(b.Spec.Clusters).To(BeEmpty(), "scheduling is not the detector's")
+		Eventually(func(g Gomega) []string { return env.EventReasons(ctx, g, web) }).WithContext(ctx).
+			Should(ContainElement(wellknown.EventReasonApplyPolicySucceed))
+
+		By("following the template's new replicas and generation")
+		patch := client.MergeFrom(web.DeepCopy())
+		web.Spec.Replicas = ptr.To[int32](5)
+		Expect(env.Host.Patch(ctx, web, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			env.Get(ctx, g, b)
+			g.Expect(b.Spec.Replicas).To(Equal(int32(5)))
+			g.Expect(b.Annotations).To(HaveKeyWithValue(wellknown.ResourceTemplateGenerationAnnotation, fmt.Sprint(web.Generation)))
+		}).WithContext(ctx).Should(Succeed())
+
+		By("following the policy's new placement")
+		patch = client.MergeFrom(pp.DeepCopy())
+		pp.Spec.Placement.ClusterAffinity.ClusterNames = []string{"member2"}
+		Expect(env.Host.Patch(ctx, pp, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			env.Get(ctx, g, b)
+			g.Expect(b.Spec.Placement.ClusterAffinity.ClusterNames).To(Equal([]string{"member2"}))
+		}).WithContext(ctx).Should(Succeed())
+	})
+
+	It("gives an unclaimed template to the highest priority, and moves a claimed one only for preemption: Always", func(ctx SpecContext) {
+		ns := "det-priority"
+		env.TemplateNamespace(ctx, ns)
+		prio := func(p int32, preempt policyv1alpha1.PreemptionBehavior) func(*policyv1alpha1.PropagationSpec) {
+			return func(s *policyv1alpha1.PropagationSpec) { s.Priority, s.Preemption = ptr.To(p), preempt }
+		}
+		createPP(ctx, ns, "low", selectConfigMap("cfg"), prio(1, ""))
+		mid := createPP(ctx, ns, "mid", selectConfigMap("cfg"), prio(5, ""))
+		cfg := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+		Expect(env.Host.Create(ctx, cfg)).To(Succeed())
+		expectClaimedBy(ctx, cfg, mid)
+
+		By("a higher priority without preemption leaves the claim alone")
+		createPP(ctx, ns, "high", selectConfigMap("cfg"), prio(10, policyv1alpha1.PreemptNever))
+		Consistently(func(g Gomega) {
+			env.Get(ctx, g, cfg)
+			g.Expect(cfg.Annotations).To(HaveKeyWithValue(wellknown.PropagationPolicyNameAnnotation, "mid"))
+		}).WithContext(ctx).Should(Succeed())
+
+		By("a higher priority with preemption: Always takes the template, and its binding")
+		b := rb(ns, "ConfigMap", "cfg")
+		env.Get(ctx, Default, b)
+		bindingID := b.Labels[wellknown.ResourceBindingPermanentIDLabel]
+		top := createPP(ctx, ns, "top", selectConfigMap("cfg"), prio(20, policyv1alpha1.PreemptAlways))
+		expectClaimedBy(ctx, cfg, top)
+		env.Get(ctx, Default, b)
+		Expect(b.Labels).To(HaveKeyWithValue(wellknown.ResourceBindingPermanentIDLabel, bindingID), "the binding is updated, not replaced")
+		Eventually(func(g Gomega) []string {
+			var notes []string
+			for _, e := range env.Events(ctx, g, cfg) {
+				notes = append(notes, e.Note)
+			}
+			return notes
+		}).WithContext(ctx).Should(ContainElement(ContainSubstring("preempted the previous policy")))
+	})
+
+	It("unbinds the templates of a deleted policy, keeping their member objects, and warns that none matches", func(ctx SpecContext) {
+		ns := "det-policy-deleted"
+		env.TemplateNamespace(ctx, ns)
+		pp := createPP(ctx, ns, "keep", selectConfigMap("kept"))
+		kept := fleettest.ConfigMap(ns, "kept", map[string]string{"k": "v"})
+		Expect(env.Host.Create(ctx, kept)).To(Succeed())
+		expectClaimedBy(ctx, kept, pp)
+
+		Expect(env.Host.Delete(ctx, pp)).To(Succeed())
+		expectBindingDeleted(ctx, rb(ns, "ConfigMap", "kept"), true)
+		expectUnclaimed(ctx, kept)
+		Eventually(func(g Gomega) int { return noPolicyWarnings(ctx, g, kept) }).WithContext(ctx).Should(Equal(1))
+
+		By("binding it again to the next policy")
+		next := createPP(ctx, ns, "next", selectConfigMap("kept"))
+		expectClaimedBy(ctx, kept, next)
+	})
+
+	It("deletes the binding of a deleted template, and with it the member objects", func(ctx SpecContext) {
+		ns := "det-template-deleted"
+		env.TemplateNamespace(ctx, ns)
+		pp := createPP(ctx, ns, "all", policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "ConfigMap"})
+		cm := fleettest.ConfigMap(ns, "doomed", nil)
+		Expect(env.Host.Create(ctx, cm)).To(Succeed())
+		expectClaimedBy(ctx, cm, pp)
+
+		Expect(env.Host.Delete(ctx, cm)).To(Succeed())
+		expectBindingDeleted(ctx, rb(ns, "ConfigMap", "doomed"), false)
+	})
+
+	It("binds nothing in a namespace that is not opted in, and unbinds a namespace that opts out", func(ctx SpecContext) {
+		ns := "det-not-opted-in"
+		nsObj := env.CreateNamespace(ctx, ns, nil)
+		pp := createPP(ctx, ns, "all", policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "ConfigMap"})
+		cm := fleettest.ConfigMap(ns, "plain", nil)
+		Expect(env.Host.Create(ctx, cm)).To(Succeed())
+		// The same template in an opted-in namespace shows the detector has seen it.
+		control := "det-not-opted-in-control"
+		env.TemplateNamespace(ctx, control)
+		controlPP := createPP(ctx, control, "all", policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "ConfigMap"})
+		controlCM := fleettest.ConfigMap(control, "plain", nil)
+		Expect(env.Host.Create(ctx, controlCM)).To(Succeed())
+		expectClaimedBy(ctx, controlCM, controlPP)
+
+		Consistently(func(g Gomega) {
+			env.Get(ctx, g, cm)
+			g.Expect(cm.Labels).NotTo(HaveKey(wellknown.PropagationPolicyPermanentIDLabel))
+			g.Expect(fleettest.Gone(ctx, env.Host, rb(ns, "ConfigMap", "plain"))()).To(BeTrue(), "no binding")
+			g.Expect(noPolicyWarnings(ctx, g, cm)).To(BeZero(), "templates out of scope are not warned about")
+		}).WithContext(ctx).Should(Succeed())
+
+		By("opting the namespace in")
+		patch := client.MergeFrom(nsObj.DeepCopy())
+		nsObj.Labels = map[string]string{wellknown.PropagationLabel: wellknown.PropagationEnabled}
+		Expect(env.Host.Patch(ctx, nsObj, patch)).To(Succeed())
+		expectClaimedBy(ctx, cm, pp)
+
+		By("opting it out again")
+		patch = client.MergeFrom(nsObj.DeepCopy())
+		delete(nsObj.Labels, wellknown.PropagationLabel)
+		Expect(env.Host.Patch(ctx, nsObj, patch)).To(Succeed())
+		expectBindingDeleted(ctx, rb(ns, "ConfigMap", "plain"), true)
+		expectUnclaimed(ctx, cm)
+		Expect(noPolicyWarnings(ctx, Default, cm)).To(BeZero())
+	})
+
+	It("warns once about a template no policy selects, then binds it when one does", func(ctx SpecContext) {
+		ns := "det-no-policy"
+		env.TemplateNamespace(ctx, ns)
+		cm := fleettest.ConfigMap(ns, "orphan", nil)
+		Expect(env.Host.Create(ctx, cm)).To(Succeed())
+		Eventually(func(g Gomega) int { return noPolicyWarnings(ctx, g, cm) }).WithContext(ctx).Should(Equal(1))
+
+		// More events on the template do not repeat the warning.
+		for i := range 3 {
+			patch := client.MergeFrom(cm.DeepCopy())
+			cm.Labels = map[string]string{"touch": string(rune('a' + i))}
+			Expect(env.Host.Patch(ctx, cm, patch)).To(Succeed())
+		}
+		Consistently(func(g Gomega) int { return noPolicyWarnings(ctx, g, cm) }).WithContext(ctx).Should(Equal(1))
+		Expect(fleettest.Gone(ctx, env.Host, rb(ns, "ConfigMap", "orphan"))()).To(BeTrue())
+
+		pp := createPP(ctx, ns, "late", policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "ConfigMap",
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"touch": "c"}}})
+		expectClaimedBy(ctx, cm, pp)
+	})
+})
+
+var _ = Describe("Binding cluster-scoped templates to ClusterPropagationPolicies", func() {
+	It("claims a ClusterRole and writes its ClusterResourceBinding, without warning about the other ClusterRoles", func(ctx SpecContext) {
+		cpp := policy("", "readers", policyv1alpha1.ResourceSelector{APIVersion: "rbac.authorization.k8s.io/v1",
+			Kind: "ClusterRole", Name: "det-reader"}).(*policyv1alpha1.ClusterPropagationPolicy)
+		Expect(env.Host.Create(ctx, cpp)).To(Succeed())
+		role := &rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			ObjectMeta: metav1.ObjectMeta{Name: "det-reader"},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}},
+		}
+		Expect(env.Host.Create(ctx, role)).To(Succeed())
+
+		crb := &workv1alpha2.ClusterResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: "det-reader-clusterrole"}}
+		Eventually(func(g Gomega) {
+			env.Get(ctx, g, role)
+			g.Expect(role.Labels).To(HaveKeyWithValue(wellknown.ClusterPropagationPolicyPermanentIDLabel, string(cpp.UID)))
+			g.Expect(role.Annotations).To(HaveKeyWithValue(wellknown.ClusterPropagationPolicyNameAnnotation, "readers"))
+			env.Get(ctx, g, crb)
+		}).WithContext(ctx).Should(Succeed())
+		Expect(crb.Labels).To(HaveKeyWithValue(wellknown.ClusterPropagationPolicyPermanentIDLabel, string(cpp.UID)))
+		Expect(crb.Labels).To(HaveKeyWithValue(wellknown.ClusterResourceBindingPermanentIDLabel, Not(BeEmpty())))
+		Expect(crb.Finalizers).To(ConsistOf(wellknown.BindingControllerFinalizer))
+		Expect(crb.Spec.Resource).To(Equal(workv1alpha2.ObjectReference{APIVersion: "rbac.authorization.k8s.io/v1",
+			Kind: "ClusterRole", Name: "det-reader", UID: role.UID, ResourceVersion: crb.Spec.Resource.ResourceVersion}))
+		Expect(crb.Spec.Replicas).To(BeZero())
+		Expect(crb.Spec.Placement).To(Equal(&cpp.Spec.Placement))
+
+		// The host's own ClusterRoles are candidates too, but only templates of opted-in
+		// namespaces are warned about.
+		Consistently(func(g Gomega) []string {
+			events := &corev1.EventList{}
+			g.Expect(env.Host.List(ctx, events)).To(Succeed())
+			var warned []string
+			for _, e := range events.Items {
+				if e.Reason == wellknown.EventReasonNoPolicyMatch && e.InvolvedObject.Namespace == "" {
+					warned = append(warned, e.InvolvedObject.Kind+" "+e.InvolvedObject.Name)
+				}
+			}
+			return warned
+		}).WithContext(ctx).Should(BeEmpty())
+	})
+})

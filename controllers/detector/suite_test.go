@@ -1,0 +1,37 @@
+package detector_test
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/flotilla-io/flotilla/controllers/detector"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
+)
+
+// The suite runs the detector alone, in-process, against a host apiserver: no scheduler, no
+// binding controller, no kube-controller-manager. What the detector writes (bindings, claims,
+// events) is therefore exactly what the tests see; a binding it deletes keeps its
+// binding-controller finalizer, so the tests can see how it was deleted.
+var env *fleettest.Env
+
+func TestDetector(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a host cluster")
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Detector suite")
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	env = fleettest.Start(ctx, fleettest.Options{Name: "detector"})
+	mgr := env.NewManager()
+	Expect((&detector.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("detector"), Interpreter: interpreter.Interpreter{},
+	}).SetupWithManager(mgr, detector.Options{Workers: 4})).To(Succeed())
+	fleettest.StartManager(mgr)
+}, NodeTimeout(3*time.Minute))

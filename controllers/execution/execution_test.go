@@ -1,0 +1,247 @@
+package execution_test
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
+)
+
+// memberObject reads obj's namesake from the member into a new object of its type.
+func memberObject[T client.Object](ctx context.Context, g Gomega, cluster string, obj T) T {
+	out := obj.DeepCopyObject().(T)
+	g.Expect(env.Members[cluster].Get(ctx, client.ObjectKeyFromObject(obj), out)).To(Succeed())
+	return out
+}
+
+// memberGone reports whether obj's namesake is absent from the member.
+func memberGone(ctx context.Context, cluster string, obj client.Object) func() bool {
+	return fleettest.Gone(ctx, env.Members[cluster], obj)
+}
+
+// setManifest replaces the Work's manifest with obj and writes the Work.
+func setManifest(ctx context.Context, w *workv1alpha1.Work, obj client.Object) {
+	GinkgoHelper()
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	Expect(err).NotTo(HaveOccurred())
+	env.Get(ctx, Default, w)
+	patch := client.MergeFrom(w.DeepCopy())
+	fleettest.SetManifest(w, &unstructured.Unstructured{Object: u})
+	Expect(env.Host.Patch(ctx, w, patch)).To(Succeed())
+}
+
+func createWork(ctx context.Context, cluster string, obj client.Object, mutate ...func(*workv1alpha1.Work)) *workv1alpha1.Work {
+	GinkgoHelper()
+	w := fleettest.Work(cluster, obj)
+	for _, m := range mutate {
+		m(w)
+	}
+	Expect(env.Host.Create(ctx, w)).To(Succeed())
+	return w
+}
+
+func fieldManagers(obj client.Object) []string {
+	var out []string
+	for _, f := range obj.GetManagedFields() {
+		out = append(out, f.Manager+"/"+string(f.Operation))
+	}
+	return out
+}
+
+var _ = Describe("Applying Works", func() {
+	It("applies the manifest to its member, creating the namespace, and reports Applied=True", func(ctx SpecContext) {
+		ns := "exec-apply"
+		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v1"})
+		w := createWork(ctx, "member1", cm)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Expect(w.Status.ManifestStatuses).To(ConsistOf(HaveField("Identifier", workv1alpha1.ResourceIdentifier{
+			Ordinal: 0, Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: "cfg"})))
+
+		Expect(env.Members["member1"].Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})).To(Succeed())
+		got := memberObject(ctx, Default, "member1", cm)
+		Expect(got.Data).To(Equal(map[string]string{"k": "v1"}))
+		Expect(got.Labels).To(HaveKeyWithValue(wellknown.ManagedLabel, wellknown.ManagedLabelValue))
+		Expect(got.Annotations).To(HaveKeyWithValue(wellknown.WorkNameAnnotation, w.Name))
+		Expect(fieldManagers(got)).To(ContainElement(wellknown.FieldManager + "/Apply"))
+		Expect(memberGone(ctx, "member2", cm)()).To(BeTrue(), "only the Work's own member gets it")
+
+		By("applying a new manifest")
+		cm.Data = map[string]string{"k": "v2"}
+		setManifest(ctx, w, cm)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Eventually(func(g Gomega) map[string]string { return memberObject(ctx, g, "member1", cm).Data }).
+			WithContext(ctx).Should(Equal(map[string]string{"k": "v2"}))
+	})
+
+	It("leaves an object someone else manages alone (Applied=False, Conflict) until told to overwrite it", func(ctx SpecContext) {
+		ns := "exec-conflict"
+		Expect(env.Members["member1"].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		theirs := fleettest.ConfigMap(ns, "taken", map[string]string{"owner": "someone"})
+		Expect(env.Members["member1"].Create(ctx, theirs.DeepCopy())).To(Succeed())
+
+		ours := fleettest.ConfigMap(ns, "taken", map[string]string{"owner": "flotilla"})
+		w := createWork(ctx, "member1", ours)
+		c := env.ExpectApplied(ctx, w, metav1.ConditionFalse, wellknown.ReasonConflict)
+		Expect(c.Message).To(And(ContainSubstring("not managed by Flotilla"), ContainSubstring(wellknown.ConflictResolutionAnnotation)))
+		Eventually(func(g Gomega) []string { return env.EventReasons(ctx, g, w) }).WithContext(ctx).
+			Should(ContainElement(wellknown.EventReasonSyncWorkFailed))
+		got := memberObject(ctx, Default, "member1", theirs)
+		Expect(got.Data).To(Equal(theirs.Data))
+		Expect(got.Labels).NotTo(HaveKey(wellknown.ManagedLabel))
+
+		By("overwriting once the manifest says so")
+		ours.Annotations = map[string]string{wellknown.ConflictResolutionAnnotation: wellknown.ConflictResolutionOverwrite}
+		setManifest(ctx, w, ours)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		got = memberObject(ctx, Default, "member1", theirs)
+		Expect(got.Data).To(Equal(ours.Data))
+		Expect(got.Labels).To(HaveKeyWithValue(wellknown.ManagedLabel, wellknown.ManagedLabelValue))
+	})
+
+	It("puts back what someone changed in the member", func(ctx SpecContext) {
+		ns := "exec-drift"
+		deploy := fleettest.Deployment(ns, "web", 2)
+		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+		wd := createWork(ctx, "member2", deploy)
+		wc := createWork(ctx, "member2", cm)
+		env.ExpectApplied(ctx, wd, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		env.ExpectApplied(ctx, wc, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+
+		// A kind with a generation (the spec changed) and one without (any change).
+		d := memberObject(ctx, Default, "member2", deploy)
+		patch := client.MergeFrom(d.DeepCopy())
+		d.Spec.Replicas = ptr.To[int32](5)
+		Expect(env.Members["member2"].Patch(ctx, d, patch)).To(Succeed())
+		c := memberObject(ctx, Default, "member2", cm)
+		cpatch := client.MergeFrom(c.DeepCopy())
+		c.Data = map[string]string{"k": "changed by hand"}
+		Expect(env.Members["member2"].Patch(ctx, c, cpatch)).To(Succeed())
+
+		Eventually(func(g Gomega) *int32 { return memberObject(ctx, g, "member2", deploy).Spec.Replicas }).
+			WithContext(ctx).Should(HaveValue(Equal(int32(2))))
+		Eventually(func(g Gomega) map[string]string { return memberObject(ctx, g, "member2", cm).Data }).
+			WithContext(ctx).Should(Equal(map[string]string{"k": "v"}))
+	})
+
+	It("holds a suspended Work back, and applies it once dispatching resumes", func(ctx SpecContext) {
+		ns := "exec-suspend"
+		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+		w := createWork(ctx, "member1", cm, func(w *workv1alpha1.Work) { w.Spec.SuspendDispatching = ptr.To(true) })
+		env.ExpectApplied(ctx, w, metav1.ConditionFalse, "DispatchingSuspended")
+		Expect(memberGone(ctx, "member1", cm)()).To(BeTrue())
+
+		patch := client.MergeFrom(w.DeepCopy())
+		w.Spec.SuspendDispatching = nil
+		Expect(env.Host.Patch(ctx, w, patch)).To(Succeed())
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Expect(memberGone(ctx, "member1", cm)()).To(BeFalse())
+	})
+})
+
+var _ = Describe("Deleting Works", func() {
+	It("deletes the member object with its Work", func(ctx SpecContext) {
+		ns := "exec-delete"
+		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+		w := createWork(ctx, "member1", cm)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+
+		Expect(env.Host.Delete(ctx, w)).To(Succeed())
+		Eventually(memberGone(ctx, "member1", cm)).WithContext(ctx).Should(BeTrue())
+		Eventually(fleettest.Gone(ctx, env.Host, w)).WithContext(ctx).Should(BeTrue())
+	})
+
+	It("keeps the member object of a Work that preserves resources on deletion", func(ctx SpecContext) {
+		ns := "exec-preserve"
+		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+		w := createWork(ctx, "member1", cm, func(w *workv1alpha1.Work) { w.Spec.PreserveResourcesOnDeletion = ptr.To(true) })
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+
+		Expect(env.Host.Delete(ctx, w)).To(Succeed())
+		Eventually(fleettest.Gone(ctx, env.Host, w)).WithContext(ctx).Should(BeTrue())
+		Consistently(memberGone(ctx, "member1", cm)).WithContext(ctx).Should(BeFalse())
+	})
+
+	It("leaves a member object that someone else took over", func(ctx SpecContext) {
+		ns := "exec-taken-over"
+		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+		w := createWork(ctx, "member2", cm)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		// Someone removes the managed label: the object is theirs now.
+		got := memberObject(ctx, Default, "member2", cm)
+		patch := client.MergeFrom(got.DeepCopy())
+		delete(got.Labels, wellknown.ManagedLabel)
+		Expect(env.Members["member2"].Patch(ctx, got, patch)).To(Succeed())
+
+		Expect(env.Host.Delete(ctx, w)).To(Succeed())
+		Eventually(fleettest.Gone(ctx, env.Host, w)).WithContext(ctx).Should(BeTrue())
+		Expect(memberGone(ctx, "member2", cm)()).To(BeFalse())
+	})
+})
+
+var _ = Describe("A member that stops answering", Ordered, func() {
+	var w *workv1alpha1.Work
+	var cm *corev1.ConfigMap
+
+	BeforeAll(func(ctx SpecContext) {
+		cm = fleettest.ConfigMap("exec-unreachable", "cfg", map[string]string{"k": "v"})
+		w = createWork(ctx, "member2", cm)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		m := env.Fleet.Member("member2")
+		Expect(m.StopAPIServer()).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			if m.Healthy(ctx) != nil {
+				Expect(m.StartAPIServer(ctx)).To(Succeed())
+			}
+			env.WaitClustersReady(ctx, "member2")
+		})
+	})
+
+	It("has its Works marked Applied=Unknown, and nothing deleted", func(ctx SpecContext) {
+		c := env.ExpectApplied(ctx, w, metav1.ConditionUnknown, wellknown.ReasonClusterUnreachable)
+		Expect(c.Message).To(ContainSubstring("not connected"))
+
+		Expect(env.Fleet.Member("member2").StartAPIServer(ctx)).To(Succeed())
+		env.WaitClustersReady(ctx, "member2")
+		Expect(memberGone(ctx, "member2", cm)()).To(BeFalse())
+	})
+
+	// BUG (controllers/execution/execution.go, Reconcile): when the member comes back, the
+	// reconnect brings the Work back, but upToDate finds the member object as last applied
+	// (same Work generation, same member generation/resourceVersion in the still-running
+	// member cache) and returns before setApplied, so the Work stays Applied=Unknown
+	// (ClusterUnreachable) although it is applied. Un-pend once the shortcut also requires
+	// the Work's Applied condition to be True for its generation.
+	PIt("has them marked Applied=True again once it is back", Label("bug"), func(ctx SpecContext) {
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+	})
+})
+
+var _ = Describe("Works created without the execution finalizer", Label("bug"), func() {
+	// BUG (controllers/execution/execution.go, Reconcile): a Work created without the
+	// finalizer karmada.io/execution-controller (by anything but the binding controller)
+	// gets it added by a patch, and Reconcile returns. The patch does not change the Work's
+	// generation, so the controller's predicate (generation or deletion changes) drops the
+	// update event and the Work is not applied until some other event: a spec change, a
+	// member reconnect, a change of the member object. Un-pend once the finalizer patch is
+	// followed by a reconcile (requeue, or apply in the same pass).
+	PIt("are applied all the same", func(ctx SpecContext) {
+		cm := fleettest.ConfigMap("exec-no-finalizer", "cfg", map[string]string{"k": "v"})
+		w := createWork(ctx, "member1", cm, func(w *workv1alpha1.Work) { w.Finalizers = nil })
+		Eventually(func(g Gomega) []string {
+			env.Get(ctx, g, w)
+			return w.Finalizers
+		}).WithContext(ctx).Should(ContainElement(wellknown.ExecutionControllerFinalizer))
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Expect(memberGone(ctx, "member1", cm)()).To(BeFalse())
+	})
+})

@@ -1,0 +1,204 @@
+package workstatus_test
+
+import (
+	"context"
+	"encoding/json"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
+)
+
+// scheduledBinding creates the ResourceBinding of a template, scheduled to the clusters
+// with the replicas divided evenly.
+func scheduledBinding(ctx context.Context, tmpl client.Object, replicas int32, clusters []string,
+	mutate ...func(*workv1alpha2.ResourceBindingSpec)) *workv1alpha2.ResourceBinding {
+	GinkgoHelper()
+	var scheduled []any
+	for _, c := range clusters {
+		scheduled = append(scheduled, c, int(replicas)/len(clusters))
+	}
+	rb := env.Binding(tmpl, replicas, fleettest.Scheduled(scheduled...)...).(*workv1alpha2.ResourceBinding)
+	for _, m := range mutate {
+		m(&rb.Spec)
+	}
+	Expect(env.Host.Create(ctx, rb)).To(Succeed())
+	return rb
+}
+
+// workOf creates the binding's Work carrying obj to the cluster, as the binding controller
+// renders it.
+func workOf(ctx context.Context, rb *workv1alpha2.ResourceBinding, cluster string, obj client.Object,
+	mutate ...func(*workv1alpha1.Work)) *workv1alpha1.Work {
+	GinkgoHelper()
+	w := fleettest.Work(cluster, obj)
+	fleettest.BindWork(w, rb)
+	for _, m := range mutate {
+		m(w)
+	}
+	Expect(env.Host.Create(ctx, w)).To(Succeed())
+	return w
+}
+
+// setMemberStatus writes a Deployment's status in a member as its controller would, for
+// the member object's current generation.
+func setMemberStatus(ctx context.Context, cluster string, d *appsv1.Deployment, ready int32) {
+	GinkgoHelper()
+	c := env.Members[cluster]
+	cur := &appsv1.Deployment{}
+	Expect(c.Get(ctx, client.ObjectKeyFromObject(d), cur)).To(Succeed())
+	cur.Status = appsv1.DeploymentStatus{ObservedGeneration: cur.Generation, Replicas: *cur.Spec.Replicas,
+		UpdatedReplicas: *cur.Spec.Replicas, ReadyReplicas: ready, AvailableReplicas: ready,
+		UnavailableReplicas: *cur.Spec.Replicas - ready}
+	Expect(c.Status().Update(ctx, cur)).To(Succeed())
+}
+
+func statusField(g Gomega, raw []byte, field string) any {
+	var m map[string]any
+	g.Expect(json.Unmarshal(raw, &m)).To(Succeed())
+	return m[field]
+}
+
+func fullyApplied(ctx context.Context, g Gomega, rb *workv1alpha2.ResourceBinding) *metav1.Condition {
+	env.Get(ctx, g, rb)
+	c := meta.FindStatusCondition(rb.Status.Conditions, wellknown.ConditionFullyApplied)
+	g.Expect(c).NotTo(BeNil(), "no FullyApplied condition")
+	g.Expect(c.ObservedGeneration).To(Equal(rb.Generation))
+	return c
+}
+
+var both = []string{"member1", "member2"}
+
+var _ = Describe("Status from members", func() {
+	It("reflects member status into the Works and sums the Works into their binding", func(ctx SpecContext) {
+		ns := "ws-status"
+		env.TemplateNamespace(ctx, ns)
+		web := fleettest.Deployment(ns, "web", 4)
+		rb := scheduledBinding(ctx, web, 4, both)
+		web.Spec.Replicas = &rb.Spec.Clusters[0].Replicas
+		works := map[string]*workv1alpha1.Work{}
+		for _, c := range []string{"member1", "member2"} {
+			works[c] = workOf(ctx, rb, c, web)
+		}
+		for _, w := range works {
+			env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		}
+		Eventually(func(g Gomega) {
+			c := fullyApplied(ctx, g, rb)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(wellknown.ReasonFullyApplied))
+			g.Expect(rb.Status.AggregatedStatus).To(HaveLen(2))
+			g.Expect(rb.Status.AggregatedStatus[0].ClusterName).To(Equal("member1"))
+			g.Expect(rb.Status.AggregatedStatus[1].ClusterName).To(Equal("member2"))
+			for _, item := range rb.Status.AggregatedStatus {
+				g.Expect(item.Applied).To(BeTrue())
+				g.Expect(item.AppliedMessage).To(BeEmpty())
+			}
+		}).WithContext(ctx).Should(Succeed())
+		Eventually(func(g Gomega) []string { return env.EventReasons(ctx, g, rb) }).WithContext(ctx).
+			Should(ContainElement(wellknown.EventReasonAggregateStatusSucceed))
+
+		By("reflecting a member's new status into its Work")
+		setMemberStatus(ctx, "member1", web, 2)
+		Eventually(func(g Gomega) {
+			w := works["member1"]
+			env.Get(ctx, g, w)
+			g.Expect(w.Status.ManifestStatuses).To(HaveLen(1))
+			ms := w.Status.ManifestStatuses[0]
+			g.Expect(ms.Identifier).To(Equal(workv1alpha1.ResourceIdentifier{Ordinal: 0, Group: "apps", Version: "v1",
+				Kind: "Deployment", Resource: "deployments", Namespace: ns, Name: "web"}))
+			g.Expect(ms.Health).To(Equal(workv1alpha1.ResourceHealthy))
+			g.Expect(ms.Status).NotTo(BeNil())
+			g.Expect(statusField(g, ms.Status.Raw, "readyReplicas")).To(BeNumerically("==", 2))
+		}).WithContext(ctx).Should(Succeed())
+
+		By("and into the binding's aggregated status")
+		Eventually(func(g Gomega) {
+			env.Get(ctx, g, rb)
+			g.Expect(rb.Status.AggregatedStatus).To(HaveLen(2))
+			m1, m2 := rb.Status.AggregatedStatus[0], rb.Status.AggregatedStatus[1]
+			g.Expect(m1.Health).To(Equal(workv1alpha1.ResourceHealthy))
+			g.Expect(m1.Status).NotTo(BeNil())
+			g.Expect(statusField(g, m1.Status.Raw, "readyReplicas")).To(BeNumerically("==", 2))
+			g.Expect(m2.Health).NotTo(Equal(workv1alpha1.ResourceHealthy), "member2 reported no ready replicas")
+		}).WithContext(ctx).Should(Succeed())
+
+		By("following a status that gets worse")
+		setMemberStatus(ctx, "member1", web, 1)
+		Eventually(func(g Gomega) {
+			env.Get(ctx, g, rb)
+			g.Expect(rb.Status.AggregatedStatus).To(HaveLen(2))
+			g.Expect(rb.Status.AggregatedStatus[0].Health).To(Equal(workv1alpha1.ResourceUnhealthy))
+			g.Expect(statusField(g, rb.Status.AggregatedStatus[0].Status.Raw, "readyReplicas")).To(BeNumerically("==", 1))
+		}).WithContext(ctx).Should(Succeed())
+	})
+
+	It("reports a binding whose Work cannot be applied on one cluster as not FullyApplied, naming it", func(ctx SpecContext) {
+		ns := "ws-partial"
+		env.TemplateNamespace(ctx, ns)
+		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+		Expect(env.Members["member2"].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(env.Members["member2"].Create(ctx, fleettest.ConfigMap(ns, "cfg", map[string]string{"owner": "someone"}))).To(Succeed())
+
+		rb := scheduledBinding(ctx, cm, 0, both)
+		w1 := workOf(ctx, rb, "member1", cm)
+		w2 := workOf(ctx, rb, "member2", cm)
+		env.ExpectApplied(ctx, w1, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		env.ExpectApplied(ctx, w2, metav1.ConditionFalse, wellknown.ReasonConflict)
+		Eventually(func(g Gomega) {
+			c := fullyApplied(ctx, g, rb)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(wellknown.ReasonNotFullyApplied))
+			g.Expect(c.Message).To(ContainSubstring("Not applied on 1 of 2 clusters: [member2]"))
+			g.Expect(rb.Status.AggregatedStatus).To(HaveLen(2))
+			g.Expect(rb.Status.AggregatedStatus[0].Applied).To(BeTrue())
+			g.Expect(rb.Status.AggregatedStatus[1].Applied).To(BeFalse())
+			g.Expect(rb.Status.AggregatedStatus[1].AppliedMessage).To(ContainSubstring("not managed by Flotilla"))
+		}).WithContext(ctx).Should(Succeed())
+	})
+
+	It("reports a binding scheduled nowhere as not FullyApplied", func(ctx SpecContext) {
+		env.TemplateNamespace(ctx, "ws-unscheduled")
+		rb := scheduledBinding(ctx, fleettest.ConfigMap("ws-unscheduled", "cfg", nil), 0, nil)
+		Eventually(func(g Gomega) {
+			c := fullyApplied(ctx, g, rb)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Message).To(Equal("Not scheduled to any cluster yet"))
+			g.Expect(rb.Status.AggregatedStatus).To(BeEmpty())
+		}).WithContext(ctx).Should(Succeed())
+	})
+
+	It("does not count a cluster whose dispatching is suspended as applied", func(ctx SpecContext) {
+		ns := "ws-suspended"
+		env.TemplateNamespace(ctx, ns)
+		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+		rb := scheduledBinding(ctx, cm, 0, both, func(s *workv1alpha2.ResourceBindingSpec) {
+			s.Suspension = &workv1alpha2.Suspension{Suspension: policyv1alpha1.Suspension{
+				DispatchingOnClusters: &policyv1alpha1.SuspendClusters{ClusterNames: []string{"member2"}}}}
+		})
+		w1 := workOf(ctx, rb, "member1", cm)
+		w2 := workOf(ctx, rb, "member2", cm, func(w *workv1alpha1.Work) { w.Spec.SuspendDispatching = ptr.To(true) })
+		env.ExpectApplied(ctx, w1, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		env.ExpectApplied(ctx, w2, metav1.ConditionFalse, "DispatchingSuspended")
+		Eventually(func(g Gomega) {
+			c := fullyApplied(ctx, g, rb)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Message).To(ContainSubstring("[member2]"))
+			g.Expect(rb.Status.AggregatedStatus).To(HaveLen(2))
+			g.Expect(rb.Status.AggregatedStatus[0].Applied).To(BeTrue())
+			g.Expect(rb.Status.AggregatedStatus[1].Applied).To(BeFalse())
+			g.Expect(rb.Status.AggregatedStatus[1].AppliedMessage).To(ContainSubstring("suspended"))
+		}).WithContext(ctx).Should(Succeed())
+	})
+})
