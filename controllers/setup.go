@@ -4,11 +4,7 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -55,16 +51,6 @@ type Options struct {
 	// MemberWorkers is how many Works of one member cluster are applied at once, on workers
 	// of that member's own (a slow member never holds the others' workers).
 	MemberWorkers int
-}
-
-// HostID identifies the host cluster on the member objects it manages: the UID of its
-// kube-system namespace, which lives as long as the cluster.
-func HostID(ctx context.Context, r client.Reader) (string, error) {
-	ns := &corev1.Namespace{}
-	if err := r.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
-		return "", fmt.Errorf("reading the host's id (the UID of namespace %s): %w", metav1.NamespaceSystem, err)
-	}
-	return string(ns.UID), nil
 }
 
 // DefaultOptions are the defaults of the manager's flags.
@@ -157,7 +143,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	}); err != nil {
 		return nil, err
 	}
-	hostID, err := HostID(ctx, mgr.GetAPIReader())
+	hostID, err := execution.HostID(ctx, mgr.GetAPIReader())
 	if err != nil {
 		return nil, err
 	}

@@ -357,15 +357,11 @@ var _ = Describe("Removing Works", func() {
 	})
 })
 
-var _ = Describe("Bindings created without the binding controller's finalizer", Label("bug"), func() {
-	// BUG (controllers/binding/binding.go, Reconcile): a binding created without the
-	// finalizer karmada.io/binding-controller (by anything but the detector, e.g. kubectl or
-	// Karmada tooling) gets it added by a patch, and Reconcile returns. The patch changes
-	// neither generation, labels nor annotations, so the controller's predicates drop the
-	// update event and nothing renders the Works until some other event comes (a change of
-	// the binding, a policy or a Cluster). Un-pend once the finalizer patch is followed by a
-	// reconcile (requeue, or render in the same pass).
-	PIt("renders their Works all the same", func(ctx SpecContext) {
+var _ = Describe("Bindings created without the binding controller's finalizer", func() {
+	// Regression (issue 9): a binding created without the finalizer karmada.io/binding-controller
+	// (by kubectl or Karmada tooling) got it added by a patch that changes no generation, label
+	// or annotation, so the predicates dropped the update and nothing rendered its Works.
+	It("renders their Works all the same", func(ctx SpecContext) {
 		ns := "bind-no-finalizer"
 		env.TemplateNamespace(ctx, ns)
 		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})

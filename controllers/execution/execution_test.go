@@ -215,26 +215,18 @@ var _ = Describe("A member that stops answering", Ordered, func() {
 		Expect(memberGone(ctx, "member2", cm)()).To(BeFalse())
 	})
 
-	// BUG (controllers/execution/execution.go, Reconcile): when the member comes back, the
-	// reconnect brings the Work back, but upToDate finds the member object as last applied
-	// (same Work generation, same member generation/resourceVersion in the still-running
-	// member cache) and returns before setApplied, so the Work stays Applied=Unknown
-	// (ClusterUnreachable) although it is applied. Un-pend once the shortcut also requires
-	// the Work's Applied condition to be True for its generation.
-	PIt("has them marked Applied=True again once it is back", Label("bug"), func(ctx SpecContext) {
+	// Regression (issue 9): when the member came back, the "already up to date" shortcut
+	// returned before repairing the Applied=Unknown condition.
+	It("has them marked Applied=True again once it is back", func(ctx SpecContext) {
 		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
 	})
 })
 
-var _ = Describe("Works created without the execution finalizer", Label("bug"), func() {
-	// BUG (controllers/execution/execution.go, Reconcile): a Work created without the
-	// finalizer karmada.io/execution-controller (by anything but the binding controller)
-	// gets it added by a patch, and Reconcile returns. The patch does not change the Work's
-	// generation, so the controller's predicate (generation or deletion changes) drops the
-	// update event and the Work is not applied until some other event: a spec change, a
-	// member reconnect, a change of the member object. Un-pend once the finalizer patch is
-	// followed by a reconcile (requeue, or apply in the same pass).
-	PIt("are applied all the same", func(ctx SpecContext) {
+var _ = Describe("Works created without the execution finalizer", func() {
+	// Regression (issue 9): a Work created without the finalizer karmada.io/execution-controller
+	// got it added by a patch that changes no generation, so the predicate dropped the update
+	// and the Work was not applied until some other event.
+	It("are applied all the same", func(ctx SpecContext) {
 		cm := fleettest.ConfigMap("exec-no-finalizer", "cfg", map[string]string{"k": "v"})
 		w := createWork(ctx, "member1", cm, func(w *workv1alpha1.Work) { w.Finalizers = nil })
 		Eventually(func(g Gomega) []string {

@@ -2,6 +2,11 @@ package execution
 
 import (
 	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +27,15 @@ import (
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.HostID == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		id, err := HostID(ctx, mgr.GetAPIReader())
+		if err != nil {
+			return err
+		}
+		r.HostID = id
+	}
 	r.queues = memberqueue.New("execution", r.MemberWorkers, r.sync)
 	if err := mgr.Add(r.queues); err != nil {
 		return err
@@ -31,6 +45,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		For(&workv1alpha1.Work{}, builder.WithPredicates(specOrDeletion())).
 		WatchesRawSource(source.Channel(r.Members.Subscribe(), MemberEventHandler(mgr.GetClient()))).
 		Complete(r)
+}
+
+// HostID identifies the host cluster on the member objects it manages: the UID of its
+// kube-system namespace, which lives as long as the cluster.
+func HostID(ctx context.Context, r client.Reader) (string, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
+		return "", fmt.Errorf("reading the host's id (the UID of namespace %s): %w", metav1.NamespaceSystem, err)
+	}
+	return string(ns.UID), nil
 }
 
 // specOrDeletion passes Work events other than status updates.

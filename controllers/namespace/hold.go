@@ -15,9 +15,13 @@ package namespace
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -61,10 +65,58 @@ func (r *HoldReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	if err := r.Client.Apply(ctx, HoldPolicy(), opts...); err != nil {
 		return ctrl.Result{}, fmt.Errorf("applying ValidatingAdmissionPolicy %s: %w", HoldPolicyName, err)
 	}
-	if err := r.Client.Apply(ctx, HoldBinding(), opts...); err != nil {
-		return ctrl.Result{}, fmt.Errorf("applying ValidatingAdmissionPolicyBinding %s: %w", HoldPolicyName, err)
+	applyErr := r.Client.Apply(ctx, HoldBinding(), opts...)
+	if applyErr != nil && !apierrors.IsInvalid(applyErr) {
+		return ctrl.Result{}, fmt.Errorf("applying ValidatingAdmissionPolicyBinding %s: %w", HoldPolicyName, applyErr)
+	}
+	// Server-side apply merges a set (validationActions) and a map (matchLabels) with what
+	// other managers put there, so an edit that added to them survives the apply, or makes it
+	// invalid ([Warn, Deny]). Those fields are replaced whole.
+	if err := r.replaceBindingSets(ctx); err != nil {
+		return ctrl.Result{}, errors.Join(applyErr, err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// replaceBindingSets puts the binding's validation actions and namespace selector back to
+// exactly what the hold needs, with an update, when they differ.
+func (r *HoldReconciler) replaceBindingSets(ctx context.Context) error {
+	want, err := typedHoldBinding()
+	if err != nil {
+		return err
+	}
+	cur := &admissionv1.ValidatingAdmissionPolicyBinding{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: HoldPolicyName}, cur); err != nil {
+		return fmt.Errorf("reading ValidatingAdmissionPolicyBinding %s: %w", HoldPolicyName, err)
+	}
+	var curSelector *metav1.LabelSelector
+	if cur.Spec.MatchResources != nil {
+		curSelector = cur.Spec.MatchResources.NamespaceSelector
+	}
+	if equality.Semantic.DeepEqual(cur.Spec.ValidationActions, want.Spec.ValidationActions) &&
+		equality.Semantic.DeepEqual(curSelector, want.Spec.MatchResources.NamespaceSelector) {
+		return nil
+	}
+	cur.Spec.ValidationActions = want.Spec.ValidationActions
+	if cur.Spec.MatchResources == nil {
+		cur.Spec.MatchResources = &admissionv1.MatchResources{}
+	}
+	cur.Spec.MatchResources.NamespaceSelector = want.Spec.MatchResources.NamespaceSelector
+	if err := r.Client.Update(ctx, cur, client.FieldOwner(wellknown.FieldManager)); err != nil {
+		return fmt.Errorf("restoring ValidatingAdmissionPolicyBinding %s: %w", HoldPolicyName, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Restored the host hold's validation actions and namespace selector after an edit")
+	return nil
+}
+
+// typedHoldBinding is HoldBinding as a typed object.
+func typedHoldBinding() (*admissionv1.ValidatingAdmissionPolicyBinding, error) {
+	raw, err := json.Marshal(HoldBinding())
+	if err != nil {
+		return nil, err
+	}
+	out := &admissionv1.ValidatingAdmissionPolicyBinding{}
+	return out, json.Unmarshal(raw, out)
 }
 
 // HoldPolicy is the ValidatingAdmissionPolicy of the host hold.

@@ -99,15 +99,10 @@ var _ = Describe("The host hold", Ordered, func() {
 		expectHold(ctx)
 	})
 
-	// BUG (controllers/namespace/hold.go, Reconcile): the hold is restored with server-side
-	// apply, which merges list-type=set and map fields with what other field managers own
-	// instead of replacing them. After `kubectl edit` changes validationActions from [Deny]
-	// to [Warn], the apply asks for [Warn, Deny], which the apiserver rejects ("must not
-	// contain both Deny and Warn"): the Reconciler errors forever and the hold stays Warn.
-	// A label added to the binding's namespaceSelector.matchLabels likewise stays (the apply
-	// owns only flotilla.io/propagation), so the hold silently stops matching opted-in
-	// namespaces that lack the extra label. Un-pend once the hold replaces those fields.
-	PIt("undoes edits of the binding's validation actions and namespace selector", Label("bug"), func(ctx SpecContext) {
+	// Regression (issue 9): server-side apply merged validationActions ([Warn] + [Deny] is
+	// invalid, so the hold errored forever at Warn) and matchLabels (an extra label made the
+	// hold stop matching opted-in namespaces) with someone else's edit.
+	It("undoes edits of the binding's validation actions and namespace selector", func(ctx SpecContext) {
 		b := getBinding(ctx, Default)
 		patch := client.MergeFrom(b.DeepCopy())
 		b.Spec.ValidationActions = []admissionv1.ValidationAction{admissionv1.Warn}
