@@ -74,6 +74,7 @@ func (s *soaker) restoreAndVerify() {
 	if converged >= 0 {
 		s.canary()
 	}
+	violations = append(violations, s.stuck...)
 	s.mgr.running() // records a crash of the last incarnation
 	violations = append(violations, s.mgr.crashes...)
 	panics, npanics := s.mgr.grepLogs(5, "Observed a panic", "panic:")
@@ -145,7 +146,7 @@ func (s *soaker) summary(res *result, restored, converged time.Duration, violati
 		row("convergence after the chaos", "NOT within "+s.cfg.converge.String())
 	}
 	row("manager log lines with \"forbidden\"", forbidden)
-	row("checkpoint stalls (clues, not failures)", len(s.stalls))
+	row("checkpoints slow to settle (clues, not failures)", len(s.stalls))
 	for i, v := range s.stalls {
 		if i == 20 {
 			fmt.Fprintf(&b, "    ... and %d more (journal)\n", len(s.stalls)-i)

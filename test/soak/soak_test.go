@@ -48,7 +48,7 @@ var (
 	flagLong     = flag.Bool("soak.long", false, "run the long soak (make soak): -soak.duration of chaos instead of the short 90 seconds")
 	flagDuration = flag.Duration("soak.duration", 10*time.Minute, "chaos duration of the long soak (also FLOTILLA_SOAK_DURATION, e.g. 30m or 30); setting it selects the long soak")
 	flagSeed     = flag.Uint64("soak.seed", 0, "random seed; 0 picks one (printed, to replay a run)")
-	flagConverge = flag.Duration("soak.converge", 0, "how long the fleet gets to converge after the chaos (default 2m short, 3m long)")
+	flagConverge = flag.Duration("soak.converge", 0, "how long the fleet gets to converge after the chaos (default 90s short, 3m long)")
 	flagKeep     = flag.Bool("soak.keep", false, "keep the run directory (logs, journal) even when the soak passes")
 )
 
@@ -61,6 +61,7 @@ type config struct {
 	relabels                             int
 	minTemplates, maxTemplates           int
 	checkpointEvery, checkpointTimeout   time.Duration
+	checkpointStuck                      time.Duration
 	opPauseMin, opPauseMax               time.Duration
 	initialTemplatesPerNS                int
 	initialSettle, readyTimeout, restore time.Duration
@@ -112,12 +113,15 @@ func configure() (config, error) {
 	if c.long {
 		c.maxTemplates = 80
 	}
-	c.checkpointEvery, c.checkpointTimeout = 30*time.Second, 15*time.Second
+	c.checkpointEvery, c.checkpointTimeout, c.checkpointStuck = 30*time.Second, 15*time.Second, 45*time.Second
+	if c.long {
+		c.checkpointStuck = time.Minute
+	}
 	c.opPauseMin, c.opPauseMax = 100*time.Millisecond, 500*time.Millisecond
 	c.initialSettle, c.readyTimeout, c.restore = time.Minute, 2*time.Minute, 2*time.Minute
-	// Generous next to the usual second or two, and short enough that a failing short run
-	// stays within about 4 minutes.
-	c.converge = 2 * time.Minute
+	// Generous next to the usual second or two; short enough that a failing short run stays
+	// within about 4 minutes.
+	c.converge = 90 * time.Second
 	if c.long {
 		c.converge = 3 * time.Minute
 	}
@@ -144,6 +148,7 @@ type soaker struct {
 
 	journalW   io.Writer
 	chaosStart time.Time
+	paused     time.Duration // checkpoints: not chaos time
 
 	downMu   sync.Mutex
 	down     string // the member whose apiserver is down, if any
@@ -158,11 +163,11 @@ type soaker struct {
 	relabels         int
 	checkpoints      int
 	checkpointsClean int
-	settledTemplates int
 	initialConverge  string
-	// stalls are what checkpoints found still wrong after their timeout, with the manager
-	// up and nothing disrupted: not failures (a later restart may repair them), but clues.
-	stalls []string
+	// stalls are what checkpoints found wrong after checkpointTimeout but right before
+	// checkpointStuck: slow, not failures, but clues. stuck is what was still wrong then:
+	// violations (a later manager restart may well have repaired them).
+	stalls, stuck []string
 
 	followUps    []deferred
 	startPending bool // the manager was killed and its restart is queued
@@ -218,11 +223,13 @@ func TestSoak(t *testing.T) {
 }
 
 func (s *soaker) journal(format string, args ...any) {
-	var at time.Duration
+	var at, wall time.Duration
 	if !s.chaosStart.IsZero() {
-		at = time.Since(s.chaosStart)
+		wall = time.Since(s.chaosStart)
+		at = wall - s.paused
 	}
-	fmt.Fprintf(s.journalW, "%9.3fs  %s\n", at.Seconds(), fmt.Sprintf(format, args...))
+	// The chaos clock (scheduled disruptions use it), then the wall clock since the chaos began.
+	fmt.Fprintf(s.journalW, "%9.3fs %9.3fs  %s\n", at.Seconds(), wall.Seconds(), fmt.Sprintf(format, args...))
 }
 
 // must runs a host write, retrying transient errors: the host is never disrupted, so a
@@ -399,7 +406,6 @@ func (s *soaker) settle(timeout time.Duration) (bool, *result) {
 	for _, t := range s.m.templates {
 		if !bad[t.key] {
 			s.m.settled(t, res.extras[t.key])
-			s.settledTemplates++
 		}
 	}
 	return len(res.violations) == 0, res
@@ -454,7 +460,8 @@ func (s *soaker) chaos() {
 	nextCheckpoint := s.cfg.checkpointEvery
 	nextProgress := 30 * time.Second
 	for {
-		now := time.Since(s.chaosStart)
+		// The chaos clock leaves out checkpoint pauses, so every scheduled disruption runs.
+		now := time.Since(s.chaosStart) - s.paused
 		if now >= s.cfg.duration || s.ctx.Err() != nil {
 			break
 		}
@@ -476,9 +483,11 @@ func (s *soaker) chaos() {
 		}
 		if now >= nextCheckpoint {
 			nextCheckpoint = now + s.cfg.checkpointEvery
+			began := time.Now()
 			if !s.checkpoint() {
 				nextCheckpoint = now + 3*time.Second // try again soon
 			}
+			s.paused += time.Since(began)
 		}
 		if now >= nextProgress {
 			nextProgress += 30 * time.Second
@@ -675,19 +684,32 @@ func (s *soaker) checkpoint() bool {
 	}
 	s.checkpoints++
 	began := time.Now()
-	settledBefore := s.settledTemplates
+	at := (time.Since(s.chaosStart) - s.paused).Round(time.Second)
 	ok, res := s.settle(s.cfg.checkpointTimeout)
+	if !ok {
+		// Give it as long as a stuck state needs to be told from a slow one, still with
+		// nothing disrupted: what is wrong after that is a violation, as after the chaos.
+		first := res.messages()
+		for _, v := range first {
+			s.journal("  not settled after %s: %s", s.cfg.checkpointTimeout, v)
+		}
+		ok, res = s.settle(s.cfg.checkpointStuck - s.cfg.checkpointTimeout)
+		if ok {
+			for _, v := range first {
+				s.stalls = append(s.stalls, fmt.Sprintf("checkpoint %d at %s, settled after %s: %s", s.checkpoints, at,
+					time.Since(began).Round(time.Second), v))
+			}
+		} else {
+			for _, v := range res.messages() {
+				s.stuck = append(s.stuck, fmt.Sprintf("checkpoint %d at %s of chaos, still wrong after %s with the manager up and nothing disrupted: %s",
+					s.checkpoints, at, time.Since(began).Round(time.Second), v))
+				s.journal("  STUCK: %s", v)
+			}
+		}
+	}
 	if ok {
 		s.checkpointsClean++
 	}
-	msg := fmt.Sprintf("checkpoint %d: %d of %d templates settled in %s", s.checkpoints, s.settledTemplates-settledBefore,
-		len(s.m.templates), time.Since(began).Round(100*time.Millisecond))
-	s.journal("%s", msg)
-	if !ok {
-		for _, v := range res.messages() {
-			s.journal("  not settled: %s", v)
-			s.stalls = append(s.stalls, fmt.Sprintf("checkpoint %d at %s: %s", s.checkpoints, time.Since(s.chaosStart).Round(time.Second), v))
-		}
-	}
+	s.journal("checkpoint %d: settled %v in %s (%d templates)", s.checkpoints, ok, time.Since(began).Round(100*time.Millisecond), len(s.m.templates))
 	return true
 }
