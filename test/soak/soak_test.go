@@ -62,6 +62,7 @@ type config struct {
 	minTemplates, maxTemplates           int
 	checkpointEvery, checkpointTimeout   time.Duration
 	checkpointStuck                      time.Duration
+	maxLongWaits                         int
 	opPauseMin, opPauseMax               time.Duration
 	initialTemplatesPerNS                int
 	initialSettle, readyTimeout, restore time.Duration
@@ -113,9 +114,11 @@ func configure() (config, error) {
 	if c.long {
 		c.maxTemplates = 80
 	}
-	c.checkpointEvery, c.checkpointTimeout, c.checkpointStuck = 30*time.Second, 15*time.Second, 45*time.Second
+	// A checkpoint waits checkpointTimeout, then (maxLongWaits times a run) up to
+	// checkpointStuck: a generous convergence deadline, as after the chaos.
+	c.checkpointEvery, c.checkpointTimeout, c.checkpointStuck, c.maxLongWaits = 30*time.Second, 15*time.Second, time.Minute, 1
 	if c.long {
-		c.checkpointStuck = time.Minute
+		c.maxLongWaits = 5
 	}
 	c.opPauseMin, c.opPauseMax = 100*time.Millisecond, 500*time.Millisecond
 	c.initialSettle, c.readyTimeout, c.restore = time.Minute, 2*time.Minute, 2*time.Minute
@@ -168,6 +171,8 @@ type soaker struct {
 	// checkpointStuck: slow, not failures, but clues. stuck is what was still wrong then:
 	// violations (a later manager restart may well have repaired them).
 	stalls, stuck []string
+	stuckSeen     map[string]bool
+	longWaits     int
 
 	followUps    []deferred
 	startPending bool // the manager was killed and its restart is queued
@@ -215,7 +220,7 @@ func TestSoak(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration+20*time.Minute)
 	defer cancel()
 	s := &soaker{t: t, ctx: ctx, cfg: cfg, seed: seed, dir: dir, journalW: journal,
-		rng: rand.New(rand.NewPCG(seed, 1)), erng: rand.New(rand.NewPCG(seed, 2)), ops: map[string]int{}}
+		rng: rand.New(rand.NewPCG(seed, 1)), erng: rand.New(rand.NewPCG(seed, 2)), ops: map[string]int{}, stuckSeen: map[string]bool{}}
 	s.setUp()
 	s.populate()
 	s.chaos()
@@ -690,9 +695,17 @@ func (s *soaker) checkpoint() bool {
 		// Give it as long as a stuck state needs to be told from a slow one, still with
 		// nothing disrupted: what is wrong after that is a violation, as after the chaos.
 		first := res.messages()
+		known := true
 		for _, v := range first {
 			s.journal("  not settled after %s: %s", s.cfg.checkpointTimeout, v)
+			known = known && s.stuckSeen[v]
 		}
+		if known || s.longWaits >= s.cfg.maxLongWaits {
+			// Nothing new, or enough time spent waiting: the run fails already.
+			s.journal("checkpoint %d: not waiting longer (already reported stuck: %v)", s.checkpoints, known)
+			return true
+		}
+		s.longWaits++
 		ok, res = s.settle(s.cfg.checkpointStuck - s.cfg.checkpointTimeout)
 		if ok {
 			for _, v := range first {
@@ -701,6 +714,7 @@ func (s *soaker) checkpoint() bool {
 			}
 		} else {
 			for _, v := range res.messages() {
+				s.stuckSeen[v] = true
 				s.stuck = append(s.stuck, fmt.Sprintf("checkpoint %d at %s of chaos, still wrong after %s with the manager up and nothing disrupted: %s",
 					s.checkpoints, at, time.Since(began).Round(time.Second), v))
 				s.journal("  STUCK: %s", v)
