@@ -216,6 +216,7 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { journal.Close() })
+	fmt.Fprintf(journal, "# soak seed %d, %s of chaos. Columns: chaos clock (checkpoint pauses left out; the\n# disruption schedule uses it), wall clock since the chaos began, what was done.\n", seed, cfg.duration)
 
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration+20*time.Minute)
 	defer cancel()
