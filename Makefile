@@ -71,6 +71,10 @@ bench: k8s-bins ## Benchmarks: scheduler cycles, and propagation of 1,000 Deploy
 	go test -run '^$$' -bench . -benchmem -benchtime 200x ./internal/scheduler/...
 	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/...
 
+.PHONY: soak
+soak: k8s-bins ## Chaos soak (not part of make test's long run): SOAK_DURATION (default 10m; or FLOTILLA_SOAK_DURATION) of random changes, manager kills, member restarts; SOAK_SEED replays a run.
+	go test ./test/soak/ -run 'TestSoak$$' -v -count=1 -timeout 0 -soak.long $(if $(SOAK_DURATION),-soak.duration=$(SOAK_DURATION)) $(if $(SOAK_SEED),-soak.seed=$(SOAK_SEED))
+
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 20s).
 	@hack/fuzz.sh $${FUZZTIME:-20s}

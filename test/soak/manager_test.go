@@ -1,0 +1,160 @@
+package soak
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/flotilla-io/flotilla/test/e2e/framework"
+)
+
+// buildManager builds the manager binary from the repository, as test/bench does.
+func buildManager(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "manager")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	build.Dir = framework.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the manager: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// managerProc is the manager binary running as its ServiceAccount, one incarnation at a
+// time: SIGKILLed and started again by the chaos.
+type managerProc struct {
+	bin, kubeconfig, dir string
+
+	cmd       *exec.Cmd
+	done      chan struct{}
+	killed    bool // the exit was ours
+	startedAt time.Time
+	starts    int
+	// crashes are exits nobody asked for, with the tail of the log.
+	crashes []string
+}
+
+func (m *managerProc) logPath(n int) string {
+	return filepath.Join(m.dir, fmt.Sprintf("manager-%02d.log", n))
+}
+
+func (m *managerProc) start() error {
+	m.starts++
+	logf, err := os.Create(m.logPath(m.starts))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(m.bin, "--kubeconfig", m.kubeconfig, "--leader-elect=false",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--cluster-probe-interval=1s")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	m.cmd, m.done, m.killed, m.startedAt = cmd, make(chan struct{}), false, time.Now()
+	done := m.done
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(done)
+	}()
+	return nil
+}
+
+// running reports whether the current incarnation runs. An exit that was not ours is
+// recorded as a crash.
+func (m *managerProc) running() bool {
+	if m.cmd == nil {
+		return false
+	}
+	select {
+	case <-m.done:
+		if !m.killed {
+			m.killed = true // record once
+			m.crashes = append(m.crashes, fmt.Sprintf("manager incarnation %d exited on its own (%v); log %s:\n%s",
+				m.starts, m.cmd.ProcessState, m.logPath(m.starts), tail(m.logPath(m.starts), 15)))
+		}
+		return false
+	default:
+		return true
+	}
+}
+
+// kill SIGKILLs the manager and waits for it to exit.
+func (m *managerProc) kill() {
+	if !m.running() {
+		return
+	}
+	m.killed = true
+	_ = m.cmd.Process.Signal(syscall.SIGKILL)
+	<-m.done
+}
+
+// stop asks the manager to stop and waits for it.
+func (m *managerProc) stop() {
+	if !m.running() {
+		return
+	}
+	m.killed = true
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.done:
+	case <-time.After(40 * time.Second):
+		_ = m.cmd.Process.Signal(syscall.SIGKILL)
+		<-m.done
+	}
+}
+
+// grepLogs returns up to max lines of every incarnation's log containing one of the needles,
+// and how many there are.
+func (m *managerProc) grepLogs(max int, needles ...string) ([]string, int) {
+	var out []string
+	n := 0
+	for i := 1; i <= m.starts; i++ {
+		f, err := os.Open(m.logPath(i))
+		if err != nil {
+			continue
+		}
+		s := bufio.NewScanner(f)
+		s.Buffer(make([]byte, 1<<20), 1<<20)
+		for s.Scan() {
+			line := s.Text()
+			for _, needle := range needles {
+				if strings.Contains(line, needle) {
+					n++
+					if len(out) < max {
+						out = append(out, fmt.Sprintf("manager-%02d.log: %s", i, truncate(line, 400)))
+					}
+					break
+				}
+			}
+		}
+		f.Close()
+	}
+	return out, n
+}
+
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

@@ -1,0 +1,336 @@
+package soak
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// The model is what the soak itself created: its namespaces, templates, PropagationPolicies
+// and OverridePolicies, as last written. From it the checker derives what every member must
+// hold. It does not reimplement the scheduler: where to put Divided replicas is read from
+// each binding's spec.clusters, and only checked against the policy (a subset of its
+// clusterNames, replicas adding up).
+//
+// Orphans. Opting a namespace out, deleting a policy, or moving a template to another
+// policy's group unbinds templates and keeps their member objects (README, "Opting out"):
+// those objects legitimately stay, unmanaged, wherever the template happened to be at that
+// moment, which under chaos (a killed manager, a member down) the soak cannot know exactly.
+// So each template records, since the last checkpoint at which the soak saw it exactly as
+// expected, every cluster any of its policies targeted (seen), and whether an unbinding
+// happened (dirty). A stale managed object of a dirty template in a seen cluster is
+// tolerated; anywhere else it is a violation. Template names are never reused, so a
+// tolerated orphan can never be mistaken for a live object.
+
+var memberNames = []string{"member1", "member2", "member3"}
+
+const (
+	labelPrefix = "soak.flotilla.io/"
+	groupLabel  = labelPrefix + "group"
+	appLabel    = "app"
+	// overrideLabelPrefix + override name is the label a labels OverridePolicy adds; its
+	// value is the cluster's name.
+	overrideLabelPrefix = labelPrefix + "ov-"
+	imageRepo           = "registry.soak.local/app"
+)
+
+type kind string
+
+const (
+	kindDeployment kind = "Deployment"
+	kindConfigMap  kind = "ConfigMap"
+	kindService    kind = "Service"
+)
+
+var kinds = []kind{kindDeployment, kindConfigMap, kindService}
+
+func (k kind) apiVersion() string {
+	if k == kindDeployment {
+		return "apps/v1"
+	}
+	return "v1"
+}
+
+// tkey identifies a template.
+type tkey struct {
+	Kind     kind
+	NS, Name string
+}
+
+func (k tkey) String() string { return fmt.Sprintf("%s %s/%s", k.Kind, k.NS, k.Name) }
+
+// bindingName is the ResourceBinding's name: <name>-<kind>, lower case.
+func (k tkey) bindingName() string { return k.Name + "-" + strings.ToLower(string(k.Kind)) }
+
+// set is a set of cluster names.
+type set map[string]bool
+
+func setOf(names ...string) set {
+	s := set{}
+	for _, n := range names {
+		s[n] = true
+	}
+	return s
+}
+
+func (s set) addAll(names ...string) {
+	for _, n := range names {
+		s[n] = true
+	}
+}
+
+func (s set) sorted() []string { return slices.Sorted(maps.Keys(s)) }
+
+func (s set) equal(o set) bool {
+	if len(s) != len(o) {
+		return false
+	}
+	for k := range s {
+		if !o[k] {
+			return false
+		}
+	}
+	return true
+}
+
+func (s set) String() string { return "[" + strings.Join(s.sorted(), " ") + "]" }
+
+// template is a resource template as the soak last wrote it.
+type template struct {
+	key         tkey
+	group       string
+	labels      map[string]string // every label the soak owns, app and group included
+	annotations map[string]string // every annotation the soak owns
+	replicas    int32             // Deployment
+	image       string            // Deployment
+	data        string            // ConfigMap
+	port        int32             // Service
+
+	// dirty: an unbinding may have left member objects behind since the last checkpoint.
+	dirty bool
+	// seen: every cluster a policy of the template targeted since the last checkpoint.
+	seen set
+	// allow: clusters where a stale object was observed (and tolerated) at the last
+	// checkpoint.
+	allow set
+}
+
+// Replica scheduling modes of the soak's policies.
+const (
+	modeDefault    = ""           // no replicaScheduling: Duplicated
+	modeDuplicated = "Duplicated" // explicit
+	modeDivided    = "Divided"    // Divided, Weighted, static weight 1 for each cluster
+)
+
+// policy is a PropagationPolicy named pp-<group> that selects, by label, the Deployments,
+// ConfigMaps and Services of its group in its namespace.
+type policy struct {
+	ns, group string
+	clusters  []string // sorted, non-empty
+	mode      string
+}
+
+func (p *policy) name() string   { return "pp-" + p.group }
+func (p *policy) divided() bool  { return p.mode == modeDivided }
+func (p *policy) targets() set   { return setOf(p.clusters...) }
+func (p *policy) String() string { return fmt.Sprintf("PropagationPolicy %s/%s", p.ns, p.name()) }
+
+// override is an OverridePolicy: either a labels overrider adding
+// soak.flotilla.io/ov-<name>=<cluster> on each of its clusters, or an image overrider
+// replacing the Deployments' tag with <tag>-<cluster>.
+type override struct {
+	ns, name string
+	image    bool
+	group    string   // "" selects every template (labels) or every Deployment (image)
+	clusters []string // sorted, non-empty: one rule per cluster
+	tag      string
+}
+
+func (o *override) selects(t *template) bool {
+	if o.ns != t.key.NS || (o.image && t.key.Kind != kindDeployment) {
+		return false
+	}
+	return o.group == "" || o.group == t.group
+}
+
+func (o *override) appliesOn(cluster string) bool { return slices.Contains(o.clusters, cluster) }
+
+type namespace struct {
+	name     string
+	labelled bool
+}
+
+type model struct {
+	namespaces []*namespace
+	groups     []string
+	templates  map[tkey]*template
+	// graveyard holds deleted templates: the clusters where their objects may stay.
+	graveyard map[tkey]set
+	policies  map[string]*policy // ns/group
+	// lastTargets holds, per ns/group, the clusters of the newest policy, kept after it is
+	// deleted: a manager that has not seen the deletion yet may still use it.
+	lastTargets map[string][]string
+	overrides   map[string]*override // ns/name
+	seq         int
+}
+
+func newModel(namespaces, groups []string) *model {
+	m := &model{groups: groups, templates: map[tkey]*template{}, graveyard: map[tkey]set{},
+		policies: map[string]*policy{}, lastTargets: map[string][]string{}, overrides: map[string]*override{}}
+	for _, n := range namespaces {
+		m.namespaces = append(m.namespaces, &namespace{name: n, labelled: true})
+	}
+	return m
+}
+
+func (m *model) next() int { m.seq++; return m.seq }
+
+func (m *model) ns(name string) *namespace {
+	for _, n := range m.namespaces {
+		if n.name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+func groupKey(ns, group string) string { return ns + "/" + group }
+
+func (m *model) policyOf(t *template) *policy { return m.policies[groupKey(t.key.NS, t.group)] }
+
+// bound reports whether the template should be bound: its namespace is opted in and a
+// policy selects it.
+func (m *model) bound(t *template) bool {
+	return m.ns(t.key.NS).labelled && m.policyOf(t) != nil
+}
+
+// sortedTemplates returns the live templates in a stable order.
+func (m *model) sortedTemplates() []*template {
+	out := slices.Collect(maps.Values(m.templates))
+	slices.SortFunc(out, func(a, b *template) int { return strings.Compare(a.key.String(), b.key.String()) })
+	return out
+}
+
+func (m *model) sortedPolicies() []*policy {
+	out := slices.Collect(maps.Values(m.policies))
+	slices.SortFunc(out, func(a, b *policy) int { return strings.Compare(groupKey(a.ns, a.group), groupKey(b.ns, b.group)) })
+	return out
+}
+
+func (m *model) sortedOverrides() []*override {
+	out := slices.Collect(maps.Values(m.overrides))
+	slices.SortFunc(out, func(a, b *override) int { return strings.Compare(a.ns+"/"+a.name, b.ns+"/"+b.name) })
+	return out
+}
+
+// allowed reports whether a managed object of the template may stay in the cluster although
+// nothing calls for it there.
+func (m *model) allowed(k tkey, cluster string) bool {
+	if g, ok := m.graveyard[k]; ok {
+		return g[cluster]
+	}
+	t := m.templates[k]
+	if t == nil {
+		return false
+	}
+	return t.allow[cluster] || (t.dirty && t.seen[cluster])
+}
+
+// expectedLabels are the soak-owned labels of the template's object in the cluster: the
+// template's and those of the labels overrides that apply there.
+func (m *model) expectedLabels(t *template, cluster string) map[string]string {
+	out := maps.Clone(t.labels)
+	for _, o := range m.overrides {
+		if !o.image && o.selects(t) && o.appliesOn(cluster) {
+			out[overrideLabelPrefix+o.name] = cluster
+		}
+	}
+	return out
+}
+
+// expectedImage is the Deployment's image in the cluster. At most one image override exists
+// per namespace, so their order never matters.
+func (m *model) expectedImage(t *template, cluster string) string {
+	for _, o := range m.overrides {
+		if o.image && o.selects(t) && o.appliesOn(cluster) {
+			return imageRepo + ":" + o.tag + "-" + cluster
+		}
+	}
+	return t.image
+}
+
+// Model mutations. Each is called after the write it describes succeeded.
+
+func (m *model) addTemplate(t *template) {
+	t.seen, t.allow = set{}, set{}
+	t.seen.addAll(m.lastTargets[groupKey(t.key.NS, t.group)]...)
+	// Created while unbound: a manager that has not caught up may still propagate it and
+	// then unbind it.
+	t.dirty = !m.bound(t)
+	m.templates[t.key] = t
+}
+
+func (m *model) deleteTemplate(k tkey) {
+	t := m.templates[k]
+	g := set{}
+	g.addAll(t.allow.sorted()...)
+	if t.dirty {
+		g.addAll(t.seen.sorted()...)
+	}
+	m.graveyard[k] = g
+	delete(m.templates, k)
+}
+
+func (m *model) setGroup(t *template, group string) {
+	// Conservative: a manager whose policy cache lags may unbind the template on the way.
+	t.dirty = true
+	t.group = group
+	t.labels[groupLabel] = group
+	t.seen.addAll(m.lastTargets[groupKey(t.key.NS, group)]...)
+}
+
+func (m *model) setPolicy(p *policy) {
+	gk := groupKey(p.ns, p.group)
+	m.policies[gk] = p
+	m.lastTargets[gk] = slices.Clone(p.clusters)
+	for _, t := range m.templates {
+		if t.key.NS == p.ns && t.group == p.group {
+			t.seen.addAll(p.clusters...)
+		}
+	}
+}
+
+func (m *model) deletePolicy(p *policy) {
+	delete(m.policies, groupKey(p.ns, p.group))
+	for _, t := range m.templates {
+		if t.key.NS == p.ns && t.group == p.group {
+			t.dirty = true
+		}
+	}
+}
+
+func (m *model) setLabelled(ns string, labelled bool) {
+	m.ns(ns).labelled = labelled
+	if !labelled {
+		for _, t := range m.templates {
+			if t.key.NS == ns {
+				t.dirty = true
+			}
+		}
+	}
+}
+
+// settled records a checkpoint at which the template was exactly as expected, with stale
+// objects (all tolerated) in the clusters extras.
+func (m *model) settled(t *template, extras set) {
+	t.allow = set{}
+	t.allow.addAll(extras.sorted()...)
+	t.seen = set{}
+	if p := m.policyOf(t); p != nil {
+		t.seen.addAll(p.clusters...)
+	}
+	if m.bound(t) {
+		t.dirty = false
+	}
+}

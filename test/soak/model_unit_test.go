@@ -1,0 +1,281 @@
+package soak
+
+import (
+	"maps"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/internal/bindings"
+)
+
+// The checker's own tests: pure, no fleet, so they run with -short too.
+
+func readyCond() []metav1.Condition {
+	return []metav1.Condition{{Type: wellknown.ClusterConditionReady, Status: metav1.ConditionTrue, Reason: wellknown.ClusterReasonReady}}
+}
+
+// ideal renders the snapshot a correct Flotilla would converge to for the model: every
+// bound template has a FullyApplied binding (Divided replicas spread as evenly as possible),
+// an applied Work and an object in each target cluster.
+func ideal(m *model) *snapshot {
+	s := &snapshot{namespaces: map[string]map[string]string{}, templates: map[tkey]*objView{},
+		policies: map[string]*policyv1alpha1.PropagationPolicy{}, overrides: map[string]*policyv1alpha1.OverridePolicy{},
+		bindings: map[string]*workv1alpha2.ResourceBinding{}, clusters: map[string]*clusterv1alpha1.Cluster{},
+		members: map[string]map[tkey]*objView{}, memberErr: map[string]error{}}
+	for _, c := range memberNames {
+		s.clusters[c] = &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: c}, Status: clusterv1alpha1.ClusterStatus{Conditions: readyCond()}}
+		s.members[c] = map[tkey]*objView{}
+	}
+	for _, n := range m.namespaces {
+		l := map[string]string{}
+		if n.labelled {
+			l[wellknown.PropagationLabel] = wellknown.PropagationEnabled
+		}
+		s.namespaces[n.name] = l
+	}
+	for _, p := range m.policies {
+		pp := p.object()
+		pp.UID = types.UID("uid-" + p.ns + "-" + p.name())
+		pp.Labels = map[string]string{wellknown.PropagationPolicyPermanentIDLabel: string(pp.UID)}
+		s.policies[p.ns+"/"+p.name()] = pp
+	}
+	for _, o := range m.overrides {
+		s.overrides[o.ns+"/"+o.name] = o.object()
+	}
+	for _, t := range m.templates {
+		host := &objView{key: t.key, uid: "uid-" + t.key.Name, labels: maps.Clone(t.labels), annotations: maps.Clone(t.annotations),
+			replicas: t.replicas, image: t.image, data: t.data, port: t.port}
+		s.templates[t.key] = host
+		if !m.bound(t) {
+			continue
+		}
+		p := m.policyOf(t)
+		pp := s.policies[p.ns+"/"+p.name()]
+		host.labels[wellknown.PropagationPolicyPermanentIDLabel] = string(pp.UID)
+		var replicas int32
+		if t.key.Kind == kindDeployment {
+			replicas = t.replicas
+		}
+		rb := &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: t.key.NS, Name: t.key.bindingName(), Generation: 2,
+			UID:    types.UID("rb-" + t.key.Name),
+			Labels: map[string]string{wellknown.PropagationPolicyPermanentIDLabel: string(pp.UID), wellknown.ResourceBindingPermanentIDLabel: "rb-" + t.key.Name}},
+			Spec: workv1alpha2.ResourceBindingSpec{Resource: workv1alpha2.ObjectReference{Kind: string(t.key.Kind), Namespace: t.key.NS, Name: t.key.Name, UID: types.UID(host.uid)},
+				Replicas: replicas, Placement: &pp.Spec.Placement},
+			Status: workv1alpha2.ResourceBindingStatus{Conditions: []metav1.Condition{{Type: wellknown.ConditionFullyApplied, Status: metav1.ConditionTrue, ObservedGeneration: 2}}}}
+		for i, c := range p.clusters {
+			r := replicas
+			if p.divided() && replicas > 0 {
+				n := int32(len(p.clusters))
+				r = replicas / n
+				if int32(i) < replicas%n {
+					r++
+				}
+				if r == 0 {
+					continue
+				}
+			}
+			rb.Spec.Clusters = append(rb.Spec.Clusters, workv1alpha2.TargetCluster{Name: c, Replicas: r})
+			w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: wellknown.ExecutionNamespace(c),
+				Name: bindings.WorkName(string(t.key.Kind), t.key.NS, t.key.Name), Generation: 1,
+				Labels:      map[string]string{wellknown.ResourceBindingPermanentIDLabel: "rb-" + t.key.Name},
+				Annotations: map[string]string{wellknown.ResourceBindingNamespaceAnnotation: t.key.NS, wellknown.ResourceBindingNameAnnotation: rb.Name}},
+				Status: workv1alpha1.WorkStatus{Conditions: []metav1.Condition{{Type: wellknown.WorkConditionApplied, Status: metav1.ConditionTrue, ObservedGeneration: 1}}}}
+			s.works = append(s.works, w)
+			obj := &objView{key: t.key, labels: m.expectedLabels(t, c), annotations: maps.Clone(t.annotations),
+				replicas: r, image: m.expectedImage(t, c), data: t.data, port: t.port}
+			obj.labels[wellknown.ManagedLabel] = wellknown.ManagedLabelValue
+			obj.annotations[wellknown.ResourceTemplateUIDAnnotation] = host.uid
+			s.members[c][t.key] = obj
+		}
+		s.bindings[rb.Namespace+"/"+rb.Name] = rb
+	}
+	return s
+}
+
+func testModel() *model {
+	m := newModel([]string{"ns"}, []string{"g1", "g2"})
+	m.setPolicy(&policy{ns: "ns", group: "g1", clusters: []string{"member1", "member2", "member3"}, mode: modeDivided})
+	m.setPolicy(&policy{ns: "ns", group: "g2", clusters: []string{"member2"}})
+	m.overrides["ns/ol-1"] = &override{ns: "ns", name: "ol-1", clusters: []string{"member1"}}
+	m.overrides["ns/oi-2"] = &override{ns: "ns", name: "oi-2", image: true, group: "g1", clusters: []string{"member3"}, tag: "ov2"}
+	add := func(k kind, name, group string) *template {
+		t := &template{key: tkey{Kind: k, NS: "ns", Name: name}, group: group,
+			labels:      map[string]string{appLabel: name, groupLabel: group, labelPrefix + "rev": "1"},
+			annotations: map[string]string{labelPrefix + "note": "n"}, replicas: 5, image: imageRepo + ":v1", data: "v", port: 80}
+		if k != kindDeployment {
+			t.replicas, t.image = 0, ""
+		}
+		m.addTemplate(t)
+		return t
+	}
+	add(kindDeployment, "d-1", "g1")
+	add(kindDeployment, "d-2", "g2")
+	add(kindConfigMap, "cm-3", "g1")
+	add(kindService, "svc-4", "g2")
+	return m
+}
+
+func mustClean(t *testing.T, r *result) {
+	t.Helper()
+	if len(r.violations) > 0 {
+		t.Fatalf("want no violations, got:\n%s", strings.Join(r.messages(), "\n"))
+	}
+}
+
+func mustFind(t *testing.T, r *result, parts ...string) {
+	t.Helper()
+	for _, v := range r.messages() {
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(v, p)
+		}
+		if ok {
+			return
+		}
+	}
+	t.Fatalf("want a violation containing %q, got:\n%s", parts, strings.Join(r.messages(), "\n"))
+}
+
+func TestCheckIdealIsClean(t *testing.T) {
+	m := testModel()
+	s := ideal(m)
+	mustClean(t, check(m, s))
+	// Overrides show in the ideal: member1 gets the label, member3 the image.
+	d1 := tkey{kindDeployment, "ns", "d-1"}
+	if s.members["member1"][d1].labels[overrideLabelPrefix+"ol-1"] != "member1" || s.members["member3"][d1].image != imageRepo+":ov2-member3" {
+		t.Fatalf("ideal ignores overrides: %+v %+v", s.members["member1"][d1], s.members["member3"][d1])
+	}
+}
+
+func TestCheckFindsWrongMemberObjects(t *testing.T) {
+	d1 := tkey{kindDeployment, "ns", "d-1"}
+	cm := tkey{kindConfigMap, "ns", "cm-3"}
+	tests := []struct {
+		name   string
+		mutate func(s *snapshot)
+		want   []string
+	}{
+		{"stale label (metadata-only edit not propagated)", func(s *snapshot) { s.members["member2"][d1].labels[labelPrefix+"rev"] = "0" },
+			[]string{"Deployment ns/d-1", "in member2 labels", labelPrefix + "rev=0", "want"}},
+		{"missing override label", func(s *snapshot) { delete(s.members["member1"][cm].labels, overrideLabelPrefix+"ol-1") },
+			[]string{"ConfigMap ns/cm-3", "in member1 labels"}},
+		{"stale image", func(s *snapshot) { s.members["member3"][d1].image = imageRepo + ":v1" },
+			[]string{"in member3 image", "ov2-member3"}},
+		{"wrong replicas", func(s *snapshot) { s.members["member1"][d1].replicas = 5 }, []string{"in member1 replicas 5, want 2"}},
+		{"missing object", func(s *snapshot) { delete(s.members["member2"], cm) }, []string{"ConfigMap ns/cm-3: missing in member2"}},
+		{"extra object", func(s *snapshot) {
+			s.members["member1"][tkey{kindService, "ns", "svc-4"}] = &objView{}
+		}, []string{"Service ns/svc-4: extra managed object in member1", "targets [member2]"}},
+		{"leftover of a deleted template", func(s *snapshot) {
+			s.members["member1"][tkey{kindService, "ns", "svc-9"}] = &objView{}
+		}, []string{"svc-9: extra managed object in member1"}},
+		{"not FullyApplied", func(s *snapshot) {
+			s.bindings["ns/d-1-deployment"].Status.Conditions[0].Status = metav1.ConditionUnknown
+		}, []string{"ResourceBinding ns/d-1-deployment (generation 2) FullyApplied is Unknown"}},
+		{"FullyApplied for an old generation", func(s *snapshot) { s.bindings["ns/d-1-deployment"].Generation = 3 },
+			[]string{"FullyApplied is True", "observedGeneration 2"}},
+		{"Work not applied", func(s *snapshot) { s.works[0].Status.Conditions[0].Status = metav1.ConditionUnknown }, []string{"Applied is Unknown"}},
+		{"Work of a missing cluster", func(s *snapshot) { delete(s.clusters, "member3") }, []string{"for Cluster member3, which does not exist"}},
+		{"Work stuck on its finalizer", func(s *snapshot) {
+			s.works[0].DeletionTimestamp = &metav1.Time{}
+			s.works[0].Finalizers = []string{wellknown.ExecutionControllerFinalizer}
+		}, []string{"stuck being deleted", wellknown.ExecutionControllerFinalizer}},
+		{"divided binding off its policy", func(s *snapshot) {
+			s.bindings["ns/d-1-deployment"].Spec.Clusters[0].Replicas = 4
+		}, []string{"want a division of 5 replicas"}},
+		{"duplicated binding missing a cluster", func(s *snapshot) {
+			s.bindings["ns/d-2-deployment"].Spec.Clusters = nil
+		}, []string{"want every cluster of PropagationPolicy ns/pp-g2: [member2]"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := testModel()
+			m.graveyard[tkey{kindService, "ns", "svc-9"}] = set{}
+			s := ideal(m)
+			tc.mutate(s)
+			mustFind(t, check(m, s), tc.want...)
+		})
+	}
+}
+
+// Unbinding keeps member objects: tolerated where the template was placed, nowhere else.
+func TestOrphansOfUnboundTemplates(t *testing.T) {
+	m := testModel()
+	svc := tkey{kindService, "ns", "svc-4"}
+	before := ideal(m)
+	m.settled(m.templates[svc], nil)
+
+	// Deleting g2's policy unbinds svc-4: its object in member2 may stay.
+	m.deletePolicy(m.policies["ns/g2"])
+	s := ideal(m)
+	s.members["member2"][svc] = before.members["member2"][svc]
+	r := check(m, s)
+	mustClean(t, r)
+	if !r.extras[svc]["member2"] || r.kept != 1 {
+		t.Fatalf("extras %v kept %d", r.extras, r.kept)
+	}
+	// But not in member1, where it never was.
+	s.members["member1"][svc] = before.members["member2"][svc]
+	mustFind(t, check(m, s), "Service ns/svc-4: extra managed object in member1", "no policy selects group g2")
+
+	// Deleting the unbound template keeps the tolerance; a template deleted while bound has
+	// none.
+	m.deleteTemplate(svc)
+	m.deleteTemplate(tkey{kindConfigMap, "ns", "cm-3"})
+	s = ideal(m)
+	s.members["member2"][svc] = before.members["member2"][svc]
+	mustClean(t, check(m, s))
+	s.members["member1"][tkey{kindConfigMap, "ns", "cm-3"}] = before.members["member1"][tkey{kindConfigMap, "ns", "cm-3"}]
+	mustFind(t, check(m, s), "ConfigMap ns/cm-3: extra managed object in member1: its template was deleted")
+}
+
+// A policy edit moves a bound template: the old cluster's object must go.
+func TestPolicyEditIsNotAnUnbinding(t *testing.T) {
+	m := testModel()
+	d2 := tkey{kindDeployment, "ns", "d-2"}
+	before := ideal(m)
+	for _, tt := range m.templates {
+		m.settled(tt, nil)
+	}
+	p := *m.policies["ns/g2"]
+	p.clusters = []string{"member3"}
+	m.setPolicy(&p)
+	s := ideal(m)
+	s.members["member2"][d2] = before.members["member2"][d2]
+	mustFind(t, check(m, s), "Deployment ns/d-2: extra managed object in member2", "targets [member3]")
+
+	// Opting the namespace out and in again tolerates it (the unbinding kept it).
+	m.setLabelled("ns", false)
+	m.setLabelled("ns", true)
+	mustClean(t, check(m, s))
+	// Until a checkpoint sees the fleet clean again.
+	for _, tt := range m.templates {
+		m.settled(tt, nil)
+	}
+	mustFind(t, check(m, s), "Deployment ns/d-2: extra managed object in member2")
+}
+
+func TestConfigure(t *testing.T) {
+	t.Setenv("FLOTILLA_SOAK_DURATION", "")
+	c, err := configure()
+	if err != nil || c.long || c.duration != shortDuration || c.kills < 3 {
+		t.Fatalf("short: %+v %v", c, err)
+	}
+	t.Setenv("FLOTILLA_SOAK_DURATION", "10")
+	c, err = configure()
+	if err != nil || !c.long || c.duration.Minutes() != 10 || c.kills < 20 {
+		t.Fatalf("long: %+v %v", c, err)
+	}
+	t.Setenv("FLOTILLA_SOAK_DURATION", "bogus")
+	if _, err := configure(); err == nil {
+		t.Fatal("want an error for a bad FLOTILLA_SOAK_DURATION")
+	}
+}

@@ -1,0 +1,115 @@
+package soak
+
+import (
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+)
+
+// object renders the template as the soak creates it.
+func (t *template) object() client.Object {
+	meta := metav1.ObjectMeta{Namespace: t.key.NS, Name: t.key.Name, Labels: maps.Clone(t.labels), Annotations: maps.Clone(t.annotations)}
+	sel := map[string]string{appLabel: t.key.Name}
+	switch t.key.Kind {
+	case kindDeployment:
+		return &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(t.replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "app", Image: t.image, Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}}}}}},
+		}}
+	case kindConfigMap:
+		return &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"key": t.data}}
+	default:
+		return &corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{Selector: sel,
+			Ports: []corev1.ServicePort{{Name: "http", Port: t.port, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}}}
+	}
+}
+
+// emptyObject is an object of the template's kind with only its namespace and name.
+func (k tkey) emptyObject() client.Object {
+	meta := metav1.ObjectMeta{Namespace: k.NS, Name: k.Name}
+	switch k.Kind {
+	case kindDeployment:
+		return &appsv1.Deployment{ObjectMeta: meta}
+	case kindConfigMap:
+		return &corev1.ConfigMap{ObjectMeta: meta}
+	default:
+		return &corev1.Service{ObjectMeta: meta}
+	}
+}
+
+// groupSelectors select the group's templates of every kind the soak uses.
+func groupSelectors(group string) []policyv1alpha1.ResourceSelector {
+	var out []policyv1alpha1.ResourceSelector
+	for _, k := range kinds {
+		out = append(out, policyv1alpha1.ResourceSelector{APIVersion: k.apiVersion(), Kind: string(k),
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{groupLabel: group}}})
+	}
+	return out
+}
+
+// placement is the policy's placement.
+func (p *policy) placement() policyv1alpha1.Placement {
+	pl := policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: append([]string(nil), p.clusters...)}}
+	switch p.mode {
+	case modeDuplicated:
+		pl.ReplicaScheduling = &policyv1alpha1.ReplicaSchedulingStrategy{ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDuplicated}
+	case modeDivided:
+		var weights []policyv1alpha1.StaticClusterWeight
+		for _, c := range p.clusters {
+			weights = append(weights, policyv1alpha1.StaticClusterWeight{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{c}}, Weight: 1})
+		}
+		pl.ReplicaScheduling = &policyv1alpha1.ReplicaSchedulingStrategy{
+			ReplicaSchedulingType:     policyv1alpha1.ReplicaSchedulingTypeDivided,
+			ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceWeighted,
+			WeightPreference:          &policyv1alpha1.ClusterPreferences{StaticWeightList: weights},
+		}
+	}
+	return pl
+}
+
+func (p *policy) object() *policyv1alpha1.PropagationPolicy {
+	return &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: p.name()},
+		Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: groupSelectors(p.group), Placement: p.placement()}}
+}
+
+// spec is the override's spec: one rule per cluster.
+func (o *override) spec() policyv1alpha1.OverrideSpec {
+	var spec policyv1alpha1.OverrideSpec
+	switch {
+	case o.image:
+		rs := policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: string(kindDeployment)}
+		if o.group != "" {
+			rs.LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{groupLabel: o.group}}
+		}
+		spec.ResourceSelectors = []policyv1alpha1.ResourceSelector{rs}
+	case o.group != "":
+		spec.ResourceSelectors = groupSelectors(o.group)
+	}
+	for _, c := range o.clusters {
+		rule := policyv1alpha1.RuleWithCluster{TargetCluster: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{c}}}
+		if o.image {
+			rule.Overriders.ImageOverrider = []policyv1alpha1.ImageOverrider{{
+				Component: policyv1alpha1.Tag, Operator: policyv1alpha1.OverriderOpReplace, Value: o.tag + "-" + c}}
+		} else {
+			rule.Overriders.LabelsOverrider = []policyv1alpha1.LabelAnnotationOverrider{{
+				Operator: policyv1alpha1.OverriderOpAdd, Value: map[string]string{overrideLabelPrefix + o.name: c}}}
+		}
+		spec.OverrideRules = append(spec.OverrideRules, rule)
+	}
+	return spec
+}
+
+func (o *override) object() *policyv1alpha1.OverridePolicy {
+	return &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: o.name}, Spec: o.spec()}
+}

@@ -1,0 +1,492 @@
+package soak
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+)
+
+// workloadOp is one kind of change to templates and policies. It returns false when it does
+// not apply now (nothing to delete, say); the loop then draws another.
+type workloadOp struct {
+	name   string
+	weight int
+	run    func(s *soaker) bool
+}
+
+var workloadOps = []workloadOp{
+	{"create template", 14, (*soaker).createTemplate},
+	{"delete template", 6, (*soaker).deleteTemplate},
+	{"edit image", 6, (*soaker).editImage},
+	{"scale", 6, (*soaker).scale},
+	{"edit labels/annotations (metadata only)", 10, (*soaker).editMetadata},
+	{"edit ConfigMap data / Service port", 5, (*soaker).editSpec},
+	{"move template to another group", 4, (*soaker).moveGroup},
+	{"create policy", 4, (*soaker).createPolicy},
+	{"edit policy clusterNames", 5, (*soaker).editPolicyClusters},
+	{"edit policy replica scheduling", 4, (*soaker).editPolicyMode},
+	{"delete policy", 2, (*soaker).deletePolicy},
+	{"create labels override", 3, (*soaker).createLabelsOverride},
+	{"create image override", 2, (*soaker).createImageOverride},
+	{"edit override clusters", 2, (*soaker).editOverride},
+	{"delete override", 3, (*soaker).deleteOverride},
+}
+
+// randomOp runs one workload op drawn by weight, and returns its name.
+func (s *soaker) randomOp() string {
+	total := 0
+	for _, op := range workloadOps {
+		total += op.weight
+	}
+	for range 20 {
+		n := s.rng.IntN(total)
+		for _, op := range workloadOps {
+			if n -= op.weight; n < 0 {
+				if op.run(s) {
+					return op.name
+				}
+				break
+			}
+		}
+	}
+	return ""
+}
+
+func pick[T any](rng *rand.Rand, items []T) T { return items[rng.IntN(len(items))] }
+
+// randomClusters is a random non-empty subset of the members, sorted.
+func randomClusters(rng *rand.Rand) []string {
+	mask := 1 + rng.IntN(7)
+	var out []string
+	for i, c := range memberNames {
+		if mask&(1<<i) != 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func randomMode(rng *rand.Rand) string {
+	return pick(rng, []string{modeDefault, modeDuplicated, modeDivided, modeDivided})
+}
+
+func (s *soaker) randomTemplate(k ...kind) *template {
+	var ts []*template
+	for _, t := range s.m.sortedTemplates() {
+		if len(k) == 0 || slices.Contains(k, t.key.Kind) {
+			ts = append(ts, t)
+		}
+	}
+	if len(ts) == 0 {
+		return nil
+	}
+	return pick(s.rng, ts)
+}
+
+// newTemplate draws a new template of the namespace.
+func (s *soaker) newTemplate(ns string) *template {
+	k := pick(s.rng, []kind{kindDeployment, kindDeployment, kindConfigMap, kindConfigMap, kindService})
+	n := s.m.next()
+	prefix := map[kind]string{kindDeployment: "d", kindConfigMap: "cm", kindService: "svc"}[k]
+	name := fmt.Sprintf("%s-%d", prefix, n)
+	group := pick(s.rng, s.m.groups)
+	t := &template{key: tkey{Kind: k, NS: ns, Name: name}, group: group,
+		labels: map[string]string{appLabel: name, groupLabel: group, labelPrefix + "tier": pick(s.rng, []string{"web", "db", "cache"}),
+			labelPrefix + "rev": "1"},
+		annotations: map[string]string{labelPrefix + "note": "created " + strconv.Itoa(n)}}
+	switch k {
+	case kindDeployment:
+		t.replicas = int32(s.rng.IntN(7)) // 0..6: zero is a Duplicated corner
+		t.image = fmt.Sprintf("%s:v%d", imageRepo, 1+s.rng.IntN(9))
+	case kindConfigMap:
+		t.data = "v" + strconv.Itoa(n)
+	case kindService:
+		t.port = int32(80 + s.rng.IntN(20))
+	}
+	return t
+}
+
+func (s *soaker) createTemplate() bool {
+	if len(s.m.templates) >= s.cfg.maxTemplates {
+		return false
+	}
+	t := s.newTemplate(pick(s.rng, s.m.namespaces).name)
+	s.must("create "+t.key.String(), func(ctx context.Context) error {
+		err := s.host.Create(ctx, t.object())
+		if apierrors.IsAlreadyExists(err) {
+			return nil // an earlier attempt got through
+		}
+		return err
+	})
+	s.m.addTemplate(t)
+	s.journal("create %s group=%s %s", t.key, t.group, t.describe())
+	return true
+}
+
+func (t *template) describe() string {
+	switch t.key.Kind {
+	case kindDeployment:
+		return fmt.Sprintf("replicas=%d image=%s", t.replicas, t.image)
+	case kindConfigMap:
+		return "data=" + t.data
+	default:
+		return fmt.Sprintf("port=%d", t.port)
+	}
+}
+
+func (s *soaker) deleteTemplate() bool {
+	if len(s.m.templates) <= s.cfg.minTemplates {
+		return false
+	}
+	t := s.randomTemplate()
+	s.must("delete "+t.key.String(), func(ctx context.Context) error {
+		return client.IgnoreNotFound(s.host.Delete(ctx, t.key.emptyObject()))
+	})
+	s.m.deleteTemplate(t.key)
+	s.journal("delete %s", t.key)
+	return true
+}
+
+// patch applies a patch of the given type to the template.
+func (s *soaker) patch(t *template, pt types.PatchType, body any) {
+	data, err := json.Marshal(body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.must("patch "+t.key.String(), func(ctx context.Context) error {
+		return s.host.Patch(ctx, t.key.emptyObject(), client.RawPatch(pt, data))
+	})
+}
+
+func (s *soaker) editImage() bool {
+	t := s.randomTemplate(kindDeployment)
+	if t == nil {
+		return false
+	}
+	img := t.image
+	for img == t.image {
+		img = fmt.Sprintf("%s:v%d", imageRepo, 1+s.rng.IntN(9))
+	}
+	s.patch(t, types.StrategicMergePatchType, map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+		"containers": []any{map[string]any{"name": "app", "image": img}}}}}})
+	t.image = img
+	s.journal("image %s %s", t.key, img)
+	return true
+}
+
+func (s *soaker) scale() bool {
+	t := s.randomTemplate(kindDeployment)
+	if t == nil {
+		return false
+	}
+	n := t.replicas
+	for n == t.replicas {
+		n = int32(s.rng.IntN(7))
+	}
+	s.patch(t, types.MergePatchType, map[string]any{"spec": map[string]any{"replicas": n}})
+	t.replicas = n
+	s.journal("scale %s %d", t.key, n)
+	return true
+}
+
+// editMetadata changes labels or annotations only: no generation bump.
+func (s *soaker) editMetadata() bool {
+	t := s.randomTemplate()
+	if t == nil {
+		return false
+	}
+	labels, annotations := map[string]any{}, map[string]any{}
+	const extra = labelPrefix + "extra"
+	const note = labelPrefix + "note"
+	var what string
+	switch s.rng.IntN(4) {
+	case 0:
+		rev, _ := strconv.Atoi(t.labels[labelPrefix+"rev"])
+		v := strconv.Itoa(rev + 1)
+		labels[labelPrefix+"rev"] = v
+		t.labels[labelPrefix+"rev"] = v
+		what = "label rev=" + v
+	case 1:
+		if _, ok := t.labels[extra]; ok {
+			labels[extra] = nil
+			delete(t.labels, extra)
+			what = "remove label extra"
+		} else {
+			v := "x" + strconv.Itoa(s.m.next())
+			labels[extra] = v
+			t.labels[extra] = v
+			what = "add label extra=" + v
+		}
+	case 2:
+		if _, ok := t.annotations[note]; ok && s.rng.IntN(2) == 0 {
+			annotations[note] = nil
+			delete(t.annotations, note)
+			what = "remove annotation note"
+		} else {
+			v := "edited " + strconv.Itoa(s.m.next())
+			annotations[note] = v
+			t.annotations[note] = v
+			what = "annotation note=" + v
+		}
+	default:
+		v := pick(s.rng, []string{"web", "db", "cache", "edge"})
+		labels[labelPrefix+"tier"] = v
+		t.labels[labelPrefix+"tier"] = v
+		v2 := "a" + strconv.Itoa(s.m.next())
+		annotations[labelPrefix+"audit"] = v2
+		t.annotations[labelPrefix+"audit"] = v2
+		what = "label tier=" + v + " annotation audit=" + v2
+	}
+	md := map[string]any{}
+	if len(labels) > 0 {
+		md["labels"] = labels
+	}
+	if len(annotations) > 0 {
+		md["annotations"] = annotations
+	}
+	s.patch(t, types.MergePatchType, map[string]any{"metadata": md})
+	s.journal("metadata %s %s", t.key, what)
+	return true
+}
+
+func (s *soaker) editSpec() bool {
+	t := s.randomTemplate(kindConfigMap, kindService)
+	if t == nil {
+		return false
+	}
+	if t.key.Kind == kindConfigMap {
+		v := "v" + strconv.Itoa(s.m.next())
+		s.patch(t, types.MergePatchType, map[string]any{"data": map[string]any{"key": v}})
+		t.data = v
+		s.journal("data %s %s", t.key, v)
+		return true
+	}
+	p := t.port
+	for p == t.port {
+		p = int32(80 + s.rng.IntN(20))
+	}
+	s.patch(t, types.MergePatchType, map[string]any{"spec": map[string]any{"ports": []any{
+		map[string]any{"name": "http", "port": p, "targetPort": 8080, "protocol": "TCP"}}}})
+	t.port = p
+	s.journal("port %s %d", t.key, p)
+	return true
+}
+
+func (s *soaker) moveGroup() bool {
+	t := s.randomTemplate()
+	if t == nil {
+		return false
+	}
+	g := t.group
+	for g == t.group {
+		g = pick(s.rng, s.m.groups)
+	}
+	s.patch(t, types.MergePatchType, map[string]any{"metadata": map[string]any{"labels": map[string]any{groupLabel: g}}})
+	s.m.setGroup(t, g)
+	s.journal("move %s to group %s", t.key, g)
+	return true
+}
+
+// missingPolicies are the namespace/group pairs without a policy.
+func (s *soaker) missingPolicies() []*policy {
+	var out []*policy
+	for _, n := range s.m.namespaces {
+		for _, g := range s.m.groups {
+			if s.m.policies[groupKey(n.name, g)] == nil {
+				out = append(out, &policy{ns: n.name, group: g})
+			}
+		}
+	}
+	return out
+}
+
+func (s *soaker) createPolicy() bool {
+	missing := s.missingPolicies()
+	if len(missing) == 0 {
+		return false
+	}
+	p := pick(s.rng, missing)
+	p.clusters, p.mode = randomClusters(s.rng), randomMode(s.rng)
+	s.writePolicy(p, true)
+	s.journal("create %s clusters=%v mode=%q", p, p.clusters, p.mode)
+	return true
+}
+
+// writePolicy creates the policy or updates its placement.
+func (s *soaker) writePolicy(p *policy, create bool) {
+	if create {
+		s.must("create "+p.String(), func(ctx context.Context) error {
+			err := s.host.Create(ctx, p.object())
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		})
+	} else {
+		s.must("update "+p.String(), func(ctx context.Context) error {
+			pp := &policyv1alpha1.PropagationPolicy{}
+			if err := s.host.Get(ctx, types.NamespacedName{Namespace: p.ns, Name: p.name()}, pp); err != nil {
+				return err
+			}
+			pp.Spec.Placement = p.placement()
+			return s.host.Update(ctx, pp)
+		})
+	}
+	s.m.setPolicy(p)
+}
+
+func (s *soaker) randomPolicy() *policy {
+	ps := s.m.sortedPolicies()
+	if len(ps) == 0 {
+		return nil
+	}
+	return pick(s.rng, ps)
+}
+
+func (s *soaker) editPolicyClusters() bool {
+	old := s.randomPolicy()
+	if old == nil {
+		return false
+	}
+	p := *old
+	for slices.Equal(p.clusters, old.clusters) {
+		p.clusters = randomClusters(s.rng)
+	}
+	s.writePolicy(&p, false)
+	s.journal("edit %s clusters=%v", &p, p.clusters)
+	return true
+}
+
+func (s *soaker) editPolicyMode() bool {
+	old := s.randomPolicy()
+	if old == nil {
+		return false
+	}
+	p := *old
+	for p.mode == old.mode {
+		p.mode = randomMode(s.rng)
+	}
+	s.writePolicy(&p, false)
+	s.journal("edit %s mode=%q", &p, p.mode)
+	return true
+}
+
+func (s *soaker) deletePolicy() bool {
+	p := s.randomPolicy()
+	if p == nil {
+		return false
+	}
+	s.must("delete "+p.String(), func(ctx context.Context) error {
+		return client.IgnoreNotFound(s.host.Delete(ctx, p.object()))
+	})
+	s.m.deletePolicy(p)
+	s.journal("delete %s", p)
+	return true
+}
+
+func (s *soaker) writeOverride(o *override, create bool) {
+	if create {
+		s.must("create OverridePolicy "+o.ns+"/"+o.name, func(ctx context.Context) error {
+			err := s.host.Create(ctx, o.object())
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		})
+	} else {
+		s.must("update OverridePolicy "+o.ns+"/"+o.name, func(ctx context.Context) error {
+			op := &policyv1alpha1.OverridePolicy{}
+			if err := s.host.Get(ctx, types.NamespacedName{Namespace: o.ns, Name: o.name}, op); err != nil {
+				return err
+			}
+			op.Spec = o.spec()
+			return s.host.Update(ctx, op)
+		})
+	}
+	s.m.overrides[o.ns+"/"+o.name] = o
+}
+
+func (s *soaker) randomGroupOrAll() string {
+	if s.rng.IntN(3) == 0 {
+		return ""
+	}
+	return pick(s.rng, s.m.groups)
+}
+
+func (s *soaker) createLabelsOverride() bool {
+	if len(s.m.overrides) >= 2*len(s.m.namespaces) {
+		return false
+	}
+	n := s.m.next()
+	o := &override{ns: pick(s.rng, s.m.namespaces).name, name: "ol-" + strconv.Itoa(n), group: s.randomGroupOrAll(),
+		clusters: randomClusters(s.rng)}
+	s.writeOverride(o, true)
+	s.journal("create labels OverridePolicy %s/%s group=%q clusters=%v", o.ns, o.name, o.group, o.clusters)
+	return true
+}
+
+func (s *soaker) createImageOverride() bool {
+	var free []string
+	for _, n := range s.m.namespaces {
+		has := false
+		for _, o := range s.m.overrides {
+			has = has || (o.image && o.ns == n.name)
+		}
+		if !has {
+			free = append(free, n.name)
+		}
+	}
+	if len(free) == 0 {
+		return false
+	}
+	n := s.m.next()
+	o := &override{ns: pick(s.rng, free), name: "oi-" + strconv.Itoa(n), image: true, group: s.randomGroupOrAll(),
+		clusters: randomClusters(s.rng), tag: "ov" + strconv.Itoa(n)}
+	s.writeOverride(o, true)
+	s.journal("create image OverridePolicy %s/%s group=%q clusters=%v tag=%s", o.ns, o.name, o.group, o.clusters, o.tag)
+	return true
+}
+
+func (s *soaker) randomOverride() *override {
+	os := s.m.sortedOverrides()
+	if len(os) == 0 {
+		return nil
+	}
+	return pick(s.rng, os)
+}
+
+func (s *soaker) editOverride() bool {
+	old := s.randomOverride()
+	if old == nil {
+		return false
+	}
+	o := *old
+	for slices.Equal(o.clusters, old.clusters) {
+		o.clusters = randomClusters(s.rng)
+	}
+	s.writeOverride(&o, false)
+	s.journal("edit OverridePolicy %s/%s clusters=%v", o.ns, o.name, o.clusters)
+	return true
+}
+
+func (s *soaker) deleteOverride() bool {
+	o := s.randomOverride()
+	if o == nil {
+		return false
+	}
+	s.must("delete OverridePolicy "+o.ns+"/"+o.name, func(ctx context.Context) error {
+		return client.IgnoreNotFound(s.host.Delete(ctx, o.object()))
+	})
+	delete(s.m.overrides, o.ns+"/"+o.name)
+	s.journal("delete OverridePolicy %s/%s", o.ns, o.name)
+	return true
+}
