@@ -132,6 +132,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				continue
 			}
 			changed, err := r.apply(ctx, existing[tc.Name], work)
+			if apierrors.IsAlreadyExists(err) {
+				// A Work of the same name that is not (yet) this binding's: one of the
+				// template's previous binding. Wait while it is being deleted; take it over
+				// when it was left behind.
+				changed, err = r.adopt(ctx, work)
+				if errors.Is(err, errWorkGoing) {
+					waiting = true
+					continue
+				}
+			}
 			if err != nil {
 				// One cluster's failure does not hold back the others' Works.
 				r.Recorder.Eventf(rb, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkFailed, "SyncWork",
@@ -171,7 +181,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // workGoneRetry is when a binding waiting for one of its Works to finish deleting looks again,
 // in case the deletion event was missed.
-const workGoneRetry = 10 * time.Second
+const workGoneRetry = 2 * time.Second
 
 // works returns the binding's Works by cluster name.
 func (r *Reconciler) works(ctx context.Context, rb client.Object) (map[string]*workv1alpha1.Work, error) {
@@ -280,6 +290,9 @@ func (r *Reconciler) apply(ctx context.Context, cur, want *workv1alpha1.Work) (b
 		return true, r.Client.Create(ctx, want)
 	}
 	before := cur.DeepCopy()
+	if cur.Labels == nil {
+		cur.Labels = map[string]string{}
+	}
 	for k, v := range want.Labels {
 		cur.Labels[k] = v
 	}
@@ -301,6 +314,25 @@ func (r *Reconciler) apply(ctx context.Context, cur, want *workv1alpha1.Work) (b
 		return false, nil
 	}
 	return true, r.Client.Patch(ctx, cur, client.MergeFrom(before))
+}
+
+// errWorkGoing says a Work of the same name is being deleted.
+var errWorkGoing = errors.New("a Work of the same name is being deleted")
+
+// adopt takes over the Work named like want that another binding of the same template left,
+// or reports errWorkGoing while that Work is being deleted.
+func (r *Reconciler) adopt(ctx context.Context, want *workv1alpha1.Work) (bool, error) {
+	cur := &workv1alpha1.Work{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), cur); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, errWorkGoing // gone meanwhile: write it on the next pass
+		}
+		return false, err
+	}
+	if cur.DeletionTimestamp != nil {
+		return false, errWorkGoing
+	}
+	return r.apply(ctx, cur, want)
 }
 
 func manifestsEqual(a, b []workv1alpha1.Manifest) bool {

@@ -127,6 +127,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 	if errors.Is(err, errRetry) {
 		return ctrl.Result{RequeueAfter: retryAfter}, nil
 	}
+	if errors.Is(err, errBindingGoing) {
+		return ctrl.Result{RequeueAfter: bindingGoingRetry}, nil
+	}
 	if err != nil {
 		r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, wellknown.EventReasonApplyPolicyFailed, "Propagate",
 			"Cannot apply %s: %v", p, err)
@@ -340,8 +343,9 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 		r.created.Delete(key)
 	}
 	if exists && rb.GetDeletionTimestamp() != nil {
-		// Wait for the old binding to go; its deletion brings the template back.
-		return false, nil
+		// Wait for the old binding to go (its Works are being cleaned up). The detector
+		// does not watch bindings, so it looks again rather than wait for an event.
+		return false, errBindingGoing
 	}
 	policySide, err := r.policyFields(ctx, tmpl, p)
 	if err != nil {
@@ -549,12 +553,18 @@ func newUUID() types.UID { return types.UID(uuid.NewString()) }
 // errRetry asks Reconcile to look again shortly without reporting an error.
 var errRetry = errors.New("retry")
 
+// errBindingGoing says the template's previous binding is still being deleted.
+var errBindingGoing = errors.New("the previous binding is being deleted")
+
 const (
 	// retryAfter is how long to wait for the cache to catch up with a write of ours.
 	retryAfter = 200 * time.Millisecond
 	// createdTTL bounds how long a created binding that the cache does not show yet is
 	// trusted to be on its way.
 	createdTTL = 10 * time.Second
+	// bindingGoingRetry is how often a template whose previous binding is being deleted
+	// looks again.
+	bindingGoingRetry = time.Second
 )
 
 // PermanentID is a policy's permanent id: its permanent-id label, which the policy labeler
