@@ -39,7 +39,8 @@ import (
 // before they reach the informer: objects of other namespaces are decoded and dropped, never
 // cached, and the initial list is read in pages, so even it holds no more than a page of them.
 // The filter is fixed for the life of an informer: when the opted-in set changes (debounced
-// by rescopeDelay), a new informer for the new set replaces the old one once it has synced.
+// by rescopeDelay; the first opt-in starts the watches at once), a new informer for the new
+// set replaces the old one once it has synced.
 // Its initial list is the re-read of newly opted-in namespaces; its add events enqueue their
 // objects, while objects the old informer held unchanged are not enqueued again. A namespace
 // that opts out has the objects the watches hold enqueued first, so they are released.
@@ -100,8 +101,8 @@ type watcher struct {
 }
 
 // rescopeDelay lets a burst of namespace opt-ins and opt-outs settle before the watches of
-// namespaced kinds are replaced.
-const rescopeDelay = time.Second
+// namespaced kinds are replaced. The first opt-in starts them at once.
+const rescopeDelay = 250 * time.Millisecond
 
 // kindInfo is what discovery says of a template kind.
 type kindInfo struct {
@@ -448,19 +449,27 @@ func (w *watcher) namespaceChanged(ctx context.Context, o any, deleted bool) {
 	}
 	in := !deleted && optedIn(ns)
 	var release []Key
+	later := false
 	w.mu.Lock()
-	was := w.optedIn[ns.Name]
-	switch {
+	switch was := w.optedIn[ns.Name]; {
 	case in && !was:
 		w.optedIn[ns.Name] = true
 		ctrl.LoggerFrom(ctx).V(1).Info("Namespace opted in", "namespace", ns.Name)
+		if len(w.optedIn) == 1 {
+			// The first opted-in namespace: start the watches now; there is usually nothing
+			// to replace, so nothing to wait for.
+			w.rescopeLocked()
+		} else {
+			later = true
+		}
 	case !in && was:
 		delete(w.optedIn, ns.Name)
 		release = w.templatesInLocked(ns.Name)
 		ctrl.LoggerFrom(ctx).V(1).Info("Namespace opted out", "namespace", ns.Name, "templates", len(release))
+		later = true
 	}
 	w.mu.Unlock()
-	if in != was {
+	if later {
 		select {
 		case w.rescope <- struct{}{}:
 		default:
