@@ -1,8 +1,10 @@
 // Package detector finds resource templates and binds them to the policy that claims them.
 //
 // It watches, metadata only, every kind the host serves that can be a template (discovered
-// at start and again when CRDs change or every DiscoveryInterval), in namespaces labelled
-// flotilla.io/propagation=enabled, plus cluster-scoped kinds for ClusterPropagationPolicies.
+// at start and again when CRDs change or every DiscoveryInterval), caching only the objects
+// of namespaces labelled flotilla.io/propagation=enabled, plus the cluster-scoped kinds that
+// ClusterPropagationPolicies name: memory grows with templates, not with the host (see
+// watcher).
 // For each template it chooses a policy (internal/policymatch), claims the template with
 // Karmada's labels and annotations, and creates or updates its ResourceBinding (namespaced
 // templates) or ClusterResourceBinding (cluster-scoped ones) with the replicas and

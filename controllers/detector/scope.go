@@ -3,8 +3,11 @@ package detector
 import (
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 )
 
@@ -75,4 +78,50 @@ func skippedObject(gvk schema.GroupVersionKind, name string) bool {
 		return name == "default"
 	}
 	return false
+}
+
+// selectedKinds returns the kinds a policy's resourceSelectors name, each once, in order.
+// Selectors with an unparsable apiVersion name none.
+func selectedKinds(spec *policyv1alpha1.PropagationSpec) []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, sel := range spec.ResourceSelectors {
+		gv, err := schema.ParseGroupVersion(sel.APIVersion)
+		if err != nil || sel.Kind == "" {
+			continue
+		}
+		if gvk := gv.WithKind(sel.Kind); !seen[gvk] {
+			seen[gvk] = true
+			out = append(out, gvk)
+		}
+	}
+	return out
+}
+
+// selectorMatcher returns whether a policy's resourceSelector selects a template of kind
+// gvk, as resourceselector.Match decides, from the template's metadata: by name (the
+// labelSelector is then ignored), else by labelSelector, else by kind alone; and within the
+// selector's namespace when it names one. It returns nil when the selector names another
+// kind. An invalid labelSelector matches every template here; their reconciles report it.
+func selectorMatcher(sel policyv1alpha1.ResourceSelector, gvk schema.GroupVersionKind) func(*metav1.PartialObjectMetadata) bool {
+	if sel.APIVersion != gvk.GroupVersion().String() || sel.Kind != gvk.Kind {
+		return nil
+	}
+	var ls labels.Selector
+	if sel.Name == "" && sel.LabelSelector != nil {
+		if s, err := metav1.LabelSelectorAsSelector(sel.LabelSelector); err == nil {
+			ls = s
+		}
+	}
+	return func(m *metav1.PartialObjectMetadata) bool {
+		switch {
+		case sel.Namespace != "" && sel.Namespace != m.Namespace:
+			return false
+		case sel.Name != "":
+			return sel.Name == m.Name
+		case ls != nil:
+			return ls.Matches(labels.Set(m.Labels))
+		}
+		return true
+	}
 }

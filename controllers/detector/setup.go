@@ -4,9 +4,9 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -27,7 +27,9 @@ type Options struct {
 	DiscoveryInterval time.Duration
 }
 
-// SetupWithManager starts the detector's controller and its discovery of template kinds.
+// SetupWithManager starts the detector's controller and its bounded watches of templates
+// (see watcher). It wraps r.Client so that the detector's reads of template metadata go to
+// those watches (see templateClient): r.Client must be set before.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.Workers <= 0 {
 		opts.Workers = 4
@@ -35,7 +37,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.DiscoveryInterval <= 0 {
 		opts.DiscoveryInterval = 5 * time.Minute
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	disco, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
+	meta, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return err
 	}
@@ -46,8 +52,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	r.watcher = newWatcher(mgr.GetCache(), disco, opts.DiscoveryInterval)
-	r.watcher.ctrl = c
+	r.watcher = newWatcher(mgr.GetCache(), disco, meta, mgr.GetAPIReader(), opts.DiscoveryInterval)
+	r.Client = &templateClient{Client: r.Client, w: r.watcher}
+	// Template events, and the opt-in and opt-out of namespaces, come from the watcher.
+	if err := c.Watch(r.watcher.source()); err != nil {
+		return err
+	}
 
 	if err := c.Watch(source.TypedKind[*policyv1alpha1.PropagationPolicy, Key](mgr.GetCache(), &policyv1alpha1.PropagationPolicy{},
 		handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, pp *policyv1alpha1.PropagationPolicy) []Key {
@@ -61,22 +71,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		}), policyChanged[*policyv1alpha1.ClusterPropagationPolicy]())); err != nil {
 		return err
 	}
-	if err := c.Watch(source.TypedKind[*corev1.Namespace, Key](mgr.GetCache(), &corev1.Namespace{},
-		handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, ns *corev1.Namespace) []Key {
-			return r.templatesInNamespace(ctx, ns.Name)
-		}), optInChanged())); err != nil {
-		return err
-	}
 	if err := mgr.Add(r.watcher); err != nil {
 		return err
 	}
 	return (&policyLabeler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 }
 
-// templatesOfPolicy maps a policy to the templates its selectors may select and those it
-// claims now (so that a changed or deleted policy releases them).
+// templatesOfPolicy maps a policy to the templates its selectors select and those it claims
+// now (so that a changed or deleted policy releases them). A policy selecting one template by
+// name so maps to that template, not to every template of the kind. The kinds it names are
+// watched from now on: templates of a kind watched only now are enqueued by the watch's
+// initial list rather than returned here.
 func (r *Reconciler) templatesOfPolicy(ctx context.Context, namespace string, spec *policyv1alpha1.PropagationSpec, idLabel, id string) []Key {
-	kinds := r.watcher.kinds()
+	selected := r.watcher.wantSelected(ctx, spec)
+	kinds := r.watcher.watchedKinds()
 	seen := map[Key]struct{}{}
 	var out []Key
 	add := func(keys []Key) {
@@ -88,36 +96,32 @@ func (r *Reconciler) templatesOfPolicy(ctx context.Context, namespace string, sp
 		}
 	}
 	for _, sel := range spec.ResourceSelectors {
-		gv, err := schema.ParseGroupVersion(sel.APIVersion)
-		if err != nil {
-			continue
+		for _, gvk := range selected {
+			match := selectorMatcher(sel, gvk)
+			if match == nil {
+				continue
+			}
+			// A PropagationPolicy selects in its own namespace only.
+			ns := namespace
+			if sel.Namespace != "" && (ns == "" || ns == sel.Namespace) {
+				ns = sel.Namespace
+			}
+			add(r.watcher.list(ctx, gvk, ns, match))
 		}
-		gvk := gv.WithKind(sel.Kind)
-		if _, ok := kinds[gvk]; !ok {
-			continue
-		}
-		ns := namespace
-		if sel.Namespace != "" && (ns == "" || ns == sel.Namespace) {
-			ns = sel.Namespace
-		}
-		add(r.watcher.list(ctx, gvk, ns))
 	}
 	if id != "" {
+		claimedBy := func(m *metav1.PartialObjectMetadata) bool { return m.Labels[idLabel] == id }
 		for gvk := range kinds {
-			add(r.watcher.list(ctx, gvk, namespace, client.MatchingLabels{idLabel: id}))
+			add(r.watcher.list(ctx, gvk, namespace, claimedBy))
 		}
 	}
 	return out
 }
 
-func (r *Reconciler) templatesInNamespace(ctx context.Context, ns string) []Key {
-	var out []Key
-	for gvk, namespaced := range r.watcher.kinds() {
-		if namespaced {
-			out = append(out, r.watcher.list(ctx, gvk, ns)...)
-		}
-	}
-	return out
+// templatesInNamespace returns the watched templates of a namespace, of every kind. The
+// watcher enqueues them itself when the namespace opts out.
+func (r *Reconciler) templatesInNamespace(_ context.Context, ns string) []Key {
+	return r.watcher.templatesIn(ns)
 }
 
 // policyChanged drops policy updates that change neither spec, labels nor deletion.
@@ -128,20 +132,5 @@ func policyChanged[T client.Object]() predicate.TypedPredicate[T] {
 			return o.GetGeneration() != n.GetGeneration() || !mapsEqual(o.GetLabels(), n.GetLabels()) ||
 				(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
 		},
-	}
-}
-
-// optInChanged passes namespace events where the opt-in label changed or deletion began.
-func optInChanged() predicate.TypedPredicate[*corev1.Namespace] {
-	return predicate.TypedFuncs[*corev1.Namespace]{
-		CreateFunc: func(e event.TypedCreateEvent[*corev1.Namespace]) bool {
-			return e.Object.Labels[wellknown.PropagationLabel] != ""
-		},
-		UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Namespace]) bool {
-			return e.ObjectOld.Labels[wellknown.PropagationLabel] != e.ObjectNew.Labels[wellknown.PropagationLabel] ||
-				(e.ObjectOld.DeletionTimestamp == nil) != (e.ObjectNew.DeletionTimestamp == nil)
-		},
-		DeleteFunc:  func(event.TypedDeleteEvent[*corev1.Namespace]) bool { return false },
-		GenericFunc: func(event.TypedGenericEvent[*corev1.Namespace]) bool { return false },
 	}
 }
