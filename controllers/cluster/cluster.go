@@ -355,16 +355,11 @@ func (r *Reconciler) startCollection(ctx context.Context, cluster *clusterv1alph
 func (st *memberState) fill(status *clusterv1alpha1.ClusterStatus) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	c := st.collected
-	if c.version != "" {
-		status.KubernetesVersion = c.version
-	}
-	if c.apiEnablements != nil {
-		status.APIEnablements = c.apiEnablements
-	}
-	if c.nodes != nil {
-		status.NodeSummary, status.ResourceSummary = c.nodes, c.resources
-	}
+	c := collected{version: status.KubernetesVersion, apiEnablements: status.APIEnablements,
+		nodes: status.NodeSummary, resources: status.ResourceSummary}
+	c.merge(st.collected)
+	status.KubernetesVersion, status.APIEnablements = c.version, c.apiEnablements
+	status.NodeSummary, status.ResourceSummary = c.nodes, c.resources
 }
 
 // merge takes the fields of found that were collected.

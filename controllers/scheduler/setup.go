@@ -84,13 +84,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 // have to leave), those not scheduled anywhere (it may now fit), and duplicated ones (they go
 // to every cluster that fits).
 func (r *Reconciler) affected(ctx context.Context, o client.Object) []reconcile.Request {
-	seen := map[reconcile.Request]bool{}
-	var out []reconcile.Request
-	for _, opt := range []client.ListOption{
+	return r.listAll(ctx,
 		client.MatchingFields{bindings.IndexBindingByCluster: o.GetName()},
 		client.MatchingFields{IndexUnscheduled: "true"},
-		client.MatchingFields{IndexDuplicated: "true"},
-	} {
+		client.MatchingFields{IndexDuplicated: "true"})
+}
+
+// listAll lists the bindings each option selects, each binding once.
+func (r *Reconciler) listAll(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+	seen := map[reconcile.Request]bool{}
+	var out []reconcile.Request
+	for _, opt := range opts {
 		for _, req := range r.list(ctx, opt) {
 			if !seen[req] {
 				seen[req] = true
@@ -105,20 +109,7 @@ func (r *Reconciler) affected(ctx context.Context, o client.Object) []reconcile.
 // placement last time: unscheduled ones, and those whose Scheduled condition is False (a
 // scale-up that did not fit).
 func (r *Reconciler) waitingForCapacity(ctx context.Context, _ client.Object) []reconcile.Request {
-	seen := map[reconcile.Request]bool{}
-	var out []reconcile.Request
-	for _, opt := range []client.ListOption{
-		client.MatchingFields{IndexUnscheduled: "true"},
-		client.MatchingFields{IndexFailed: "true"},
-	} {
-		for _, req := range r.list(ctx, opt) {
-			if !seen[req] {
-				seen[req] = true
-				out = append(out, req)
-			}
-		}
-	}
-	return out
+	return r.listAll(ctx, client.MatchingFields{IndexUnscheduled: "true"}, client.MatchingFields{IndexFailed: "true"})
 }
 
 // capacityChanged passes cluster updates that change what fits: the resource summary

@@ -395,18 +395,22 @@ func (m *Manager) probe(ctx context.Context, mem *Member) {
 // SubscribeHealth returns a channel that receives an event (a *Cluster with only its name)
 // whenever a member connects, disconnects or is found Down after FailureThreshold failed
 // probes. Use it with source.Channel.
-func (m *Manager) SubscribeHealth() <-chan event.GenericEvent {
+func (m *Manager) SubscribeHealth() <-chan event.GenericEvent { return m.subscribe(&m.healthSubs) }
+
+func (m *Manager) notifyHealth(ev event.GenericEvent) { m.send(m.healthSubs, ev) }
+
+func (m *Manager) subscribe(to *[]chan event.GenericEvent) <-chan event.GenericEvent {
 	ch := make(chan event.GenericEvent, 1024)
 	m.subMu.Lock()
-	m.healthSubs = append(m.healthSubs, ch)
+	*to = append(*to, ch)
 	m.subMu.Unlock()
 	return ch
 }
 
-func (m *Manager) notifyHealth(ev event.GenericEvent) {
+func (m *Manager) send(to []chan event.GenericEvent, ev event.GenericEvent) {
 	m.subMu.RLock()
 	defer m.subMu.RUnlock()
-	for _, ch := range m.healthSubs {
+	for _, ch := range to {
 		ch <- ev
 	}
 }
@@ -423,24 +427,12 @@ func clusterEvent(name string) event.GenericEvent {
 // Subscribe returns a channel that receives an event for every connect and disconnect (the
 // object is a *Cluster with only its name set) and for every change of a watched member
 // object (the object is the member object). Use it with source.Channel.
-func (m *Manager) Subscribe() <-chan event.GenericEvent {
-	ch := make(chan event.GenericEvent, 1024)
-	m.subMu.Lock()
-	m.subs = append(m.subs, ch)
-	m.subMu.Unlock()
-	return ch
-}
+func (m *Manager) Subscribe() <-chan event.GenericEvent { return m.subscribe(&m.subs) }
 
 func (m *Manager) notify(ev event.GenericEvent) {
-	m.subMu.RLock()
-	defer m.subMu.RUnlock()
-	for _, ch := range m.subs {
-		ch <- ev
-	}
+	m.send(m.subs, ev)
 	if _, ok := ev.Object.(*clusterv1alpha1.Cluster); ok {
-		for _, ch := range m.healthSubs {
-			ch <- ev
-		}
+		m.send(m.healthSubs, ev)
 	}
 }
 
