@@ -57,6 +57,8 @@ const (
 	// requestFailedRetry is when a Work whose apply failed because the member did not answer
 	// (a timeout, a refused connection, 503) is tried again, while probes may still pass.
 	requestFailedRetry = 5 * time.Second
+	// notConnectedRetry is when a Work whose member has no connection yet is looked at again.
+	notConnectedRetry = 5 * time.Second
 )
 
 // Reconciler applies Works. Its Reconcile only routes: the member I/O of each Work runs on
@@ -141,8 +143,15 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 
 	m, err := r.Members.Get(cluster)
 	if err != nil {
-		// Not an error for backoff: the reconnect event brings this Work back.
-		return ctrl.Result{RequeueAfter: memberDownRetry}, r.setApplied(ctx, work, metav1.ConditionUnknown, wellknown.ReasonClusterUnreachable, err.Error())
+		// Not an error for backoff: the reconnect event brings this Work back. A member with
+		// no connection at all is most likely one the manager has not connected yet (it just
+		// started, and the connect event may come before this controller's view of the Works
+		// is complete): look again sooner.
+		retry := memberDownRetry
+		if !r.Members.Status(cluster).Connected {
+			retry = notConnectedRetry
+		}
+		return ctrl.Result{RequeueAfter: retry}, r.setApplied(ctx, work, metav1.ConditionUnknown, wellknown.ReasonClusterUnreachable, err.Error())
 	}
 	objs, err := manifests(work)
 	if err != nil {
