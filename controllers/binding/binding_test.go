@@ -113,6 +113,25 @@ func onCluster(name string) *policyv1alpha1.ClusterAffinity {
 	return &policyv1alpha1.ClusterAffinity{ClusterNames: []string{name}}
 }
 
+// webTemplate creates an opted-in namespace holding a 2-replica Deployment "web".
+func webTemplate(ctx context.Context, ns string) *appsv1.Deployment {
+	GinkgoHelper()
+	env.TemplateNamespace(ctx, ns)
+	web := fleettest.Deployment(ns, "web", 2)
+	Expect(env.Host.Create(ctx, web)).To(Succeed())
+	return web
+}
+
+// overrideWeb creates an OverridePolicy of the Deployment "web" with one rule for one cluster.
+func overrideWeb(ctx context.Context, ns, name, cluster string, o policyv1alpha1.Overriders) *policyv1alpha1.OverridePolicy {
+	GinkgoHelper()
+	op := &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: policyv1alpha1.OverrideSpec{ResourceSelectors: deploymentSelector("web"),
+			OverrideRules: []policyv1alpha1.RuleWithCluster{{TargetCluster: onCluster(cluster), Overriders: o}}}}
+	Expect(env.Host.Create(ctx, op)).To(Succeed())
+	return op
+}
+
 var _ = Describe("Rendering Works", func() {
 	It("writes one Work per scheduled cluster, with the template pruned and its replicas revised per cluster", func(ctx SpecContext) {
 		ns := "bind-basic"
@@ -170,17 +189,11 @@ var _ = Describe("Rendering Works", func() {
 
 	It("applies ClusterOverridePolicies and OverridePolicies per cluster and records them on the Work", func(ctx SpecContext) {
 		ns := "bind-overrides"
-		env.TemplateNamespace(ctx, ns)
-		web := fleettest.Deployment(ns, "web", 2)
-		Expect(env.Host.Create(ctx, web)).To(Succeed())
-
-		op := &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mirror"},
-			Spec: policyv1alpha1.OverrideSpec{ResourceSelectors: deploymentSelector("web"),
-				OverrideRules: []policyv1alpha1.RuleWithCluster{{TargetCluster: onCluster("member1"), Overriders: policyv1alpha1.Overriders{
-					ImageOverrider:  []policyv1alpha1.ImageOverrider{{Component: policyv1alpha1.Registry, Operator: policyv1alpha1.OverriderOpReplace, Value: "mirror.example.com"}},
-					LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{{Operator: policyv1alpha1.OverriderOpAdd, Value: map[string]string{"tier": "gold"}}},
-				}}}}}
-		Expect(env.Host.Create(ctx, op)).To(Succeed())
+		web := webTemplate(ctx, ns)
+		op := overrideWeb(ctx, ns, "mirror", "member1", policyv1alpha1.Overriders{
+			ImageOverrider:  []policyv1alpha1.ImageOverrider{{Component: policyv1alpha1.Registry, Operator: policyv1alpha1.OverriderOpReplace, Value: "mirror.example.com"}},
+			LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{{Operator: policyv1alpha1.OverriderOpAdd, Value: map[string]string{"tier": "gold"}}},
+		})
 		cop := &policyv1alpha1.ClusterOverridePolicy{ObjectMeta: metav1.ObjectMeta{Name: "bind-overrides-note"},
 			Spec: policyv1alpha1.OverrideSpec{
 				ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "web"}},
@@ -226,16 +239,11 @@ var _ = Describe("Rendering Works", func() {
 
 	It("reports an override that cannot be applied as Overridden=False, and withholds only that cluster's Work", func(ctx SpecContext) {
 		ns := "bind-override-error"
-		env.TemplateNamespace(ctx, ns)
-		web := fleettest.Deployment(ns, "web", 2)
-		Expect(env.Host.Create(ctx, web)).To(Succeed())
-		op := &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "broken"},
-			Spec: policyv1alpha1.OverrideSpec{ResourceSelectors: deploymentSelector("web"),
-				OverrideRules: []policyv1alpha1.RuleWithCluster{{TargetCluster: onCluster("member1"), Overriders: policyv1alpha1.Overriders{
-					Plaintext: []policyv1alpha1.PlaintextOverrider{{Path: "/spec/noSuchField", Operator: policyv1alpha1.OverriderOpReplace,
-						Value: apiextensionsv1.JSON{Raw: []byte(`1`)}}},
-				}}}}}
-		Expect(env.Host.Create(ctx, op)).To(Succeed())
+		web := webTemplate(ctx, ns)
+		op := overrideWeb(ctx, ns, "broken", "member1", policyv1alpha1.Overriders{
+			Plaintext: []policyv1alpha1.PlaintextOverrider{{Path: "/spec/noSuchField", Operator: policyv1alpha1.OverriderOpReplace,
+				Value: apiextensionsv1.JSON{Raw: []byte(`1`)}}},
+		})
 
 		rb := bindingFor(ctx, web, 2, true, fleettest.Scheduled("member1", 1, "member2", 1))
 		Eventually(func(g Gomega) {

@@ -7,9 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
@@ -25,11 +23,7 @@ var env *fleettest.Env
 var clusterNames = []string{"member1", "member2"}
 
 func TestBindingController(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a host cluster")
-	}
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Binding controller suite")
+	fleettest.RunSuite(t, "Binding controller suite", "a host cluster")
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
@@ -37,10 +31,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	env.CreateClusters(ctx, clusterNames...)
 	mgr := env.NewManager()
 	Expect(binding.SetupIndexes(context.Background(), mgr)).To(Succeed())
-	for _, nb := range []func() client.Object{
-		func() client.Object { return &workv1alpha2.ResourceBinding{} },
-		func() client.Object { return &workv1alpha2.ClusterResourceBinding{} },
-	} {
+	for _, nb := range fleettest.BindingKinds() {
 		Expect((&binding.Reconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("binding-controller"),
 			Interpreter: interpreter.Interpreter{}, NewBinding: nb,

@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/cluster"
 	"github.com/flotilla-io/flotilla/internal/localcluster"
 	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
 
 // The suite runs the cluster controller alone, in-process, against a local fleet: a host
@@ -91,18 +91,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		ProbeInterval: probeInterval, StatusInterval: statusInterval,
 	})).To(Succeed())
 
-	mgrCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(mgr.Start(mgrCtx)).To(Succeed())
-	}()
 	DeferCleanup(func() {
-		cancel()
-		<-done
 		for _, name := range members.Names() {
 			members.Disconnect(name)
 		}
 	})
+	fleettest.StartManager(mgr) // stopped before the members are disconnected
 }, NodeTimeout(5*time.Minute))

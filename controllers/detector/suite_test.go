@@ -18,13 +18,7 @@ import (
 // binding-controller finalizer, so the tests can see how it was deleted.
 var env *fleettest.Env
 
-func TestDetector(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a host cluster")
-	}
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Detector suite")
-}
+func TestDetector(t *testing.T) { fleettest.RunSuite(t, "Detector suite", "a host cluster") }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	env = fleettest.Start(ctx, fleettest.Options{Name: "detector"})

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
@@ -17,11 +16,7 @@ import (
 var env *fleettest.Env
 
 func TestExecutionController(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a host and two member clusters")
-	}
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Execution controller suite")
+	fleettest.RunSuite(t, "Execution controller suite", "a host and two member clusters")
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {

@@ -17,11 +17,7 @@ import (
 var env *fleettest.Env
 
 func TestNamespaceController(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a host cluster with kube-controller-manager")
-	}
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Namespace controller suite")
+	fleettest.RunSuite(t, "Namespace controller suite", "a host cluster with kube-controller-manager")
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {

@@ -7,9 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
@@ -25,11 +23,7 @@ import (
 var env *fleettest.Env
 
 func TestWorkStatusControllers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a host and two member clusters")
-	}
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Work status controllers suite")
+	fleettest.RunSuite(t, "Work status controllers suite", "a host and two member clusters")
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
@@ -40,10 +34,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(binding.SetupIndexes(context.Background(), mgr)).To(Succeed())
 	Expect((&workstatus.WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: interpreter.Interpreter{}}).
 		SetupWithManager(mgr, 4)).To(Succeed())
-	for _, nb := range []func() client.Object{
-		func() client.Object { return &workv1alpha2.ResourceBinding{} },
-		func() client.Object { return &workv1alpha2.ClusterResourceBinding{} },
-	} {
+	for _, nb := range fleettest.BindingKinds() {
 		Expect((&workstatus.AggregateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("binding-status-controller"),
 			NewBinding: nb}).SetupWithManager(mgr, 4)).To(Succeed())
 	}

@@ -204,15 +204,7 @@ var _ = Describe("Member ownership", func() {
 		Expect(env.Host.Create(ctx, policyTo(ns, "all", false, "member1"))).To(Succeed())
 		Expect(env.Host.Create(ctx, configMap(ns, "shared", "ours"))).To(Succeed())
 
-		work := types.NamespacedName{Namespace: wellknown.ExecutionNamespace("member1"), Name: bindings.WorkName("ConfigMap", ns, "shared")}
-		Eventually(func(g Gomega) {
-			w := &workv1alpha1.Work{}
-			g.Expect(env.Host.Get(ctx, work, w)).To(Succeed())
-			c := meta.FindStatusCondition(w.Status.Conditions, wellknown.WorkConditionApplied)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Reason).To(Equal(wellknown.ReasonConflict))
-			g.Expect(c.Message).To(ContainSubstring("another control plane (host id another-host)"))
-		}).WithContext(ctx).Should(Succeed())
+		eventuallyConflict(ctx, "member1", ns, "shared", "another control plane (host id another-host)")
 		Consistently(memberValue(ctx, "member1", ns, "shared")).WithContext(ctx).WithTimeout(2 * time.Second).Should(Equal("theirs"))
 	})
 })

@@ -49,6 +49,22 @@ func policyTo(ns, name string, preserve bool, clusters ...string) *policyv1alpha
 	return pp
 }
 
+// eventuallyConflict waits until the Work of the ConfigMap template ns/name for member is
+// Applied=False with reason Conflict and a message containing why.
+func eventuallyConflict(ctx context.Context, member, ns, name, why string) {
+	GinkgoHelper()
+	work := types.NamespacedName{Namespace: wellknown.ExecutionNamespace(member), Name: bindings.WorkName("ConfigMap", ns, name)}
+	Eventually(func(g Gomega) {
+		w := &workv1alpha1.Work{}
+		g.Expect(env.Host.Get(ctx, work, w)).To(Succeed())
+		c := meta.FindStatusCondition(w.Status.Conditions, wellknown.WorkConditionApplied)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(wellknown.ReasonConflict))
+		g.Expect(c.Message).To(ContainSubstring(why))
+	}).WithContext(ctx).Should(Succeed())
+}
+
 // memberValue returns the ConfigMap's "key" in a member; "" when absent.
 func memberValue(ctx context.Context, member, ns, name string) func() string {
 	return func() string {
@@ -127,16 +143,7 @@ var _ = Describe("Propagation rules", func() {
 		Expect(env.Host.Create(ctx, policyTo(ns, "all", false, "member1"))).To(Succeed())
 		Expect(env.Host.Create(ctx, configMap(ns, "theirs", "ours"))).To(Succeed())
 
-		work := types.NamespacedName{Namespace: wellknown.ExecutionNamespace("member1"), Name: bindings.WorkName("ConfigMap", ns, "theirs")}
-		Eventually(func(g Gomega) {
-			w := &workv1alpha1.Work{}
-			g.Expect(env.Host.Get(ctx, work, w)).To(Succeed())
-			c := meta.FindStatusCondition(w.Status.Conditions, wellknown.WorkConditionApplied)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Reason).To(Equal(wellknown.ReasonConflict))
-			g.Expect(c.Message).To(ContainSubstring("not managed by Flotilla"))
-		}).WithContext(ctx).Should(Succeed())
+		eventuallyConflict(ctx, "member1", ns, "theirs", "not managed by Flotilla")
 		Expect(memberValue(ctx, "member1", ns, "theirs")()).To(Equal("original"))
 
 		// As `kubectl annotate` would: a patch, not an update that races the detector's claim.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -33,6 +34,7 @@ import (
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers"
 	"github.com/flotilla-io/flotilla/controllers/cluster"
 	"github.com/flotilla-io/flotilla/controllers/execution"
@@ -138,6 +140,25 @@ func (e *Env) NewManager() ctrl.Manager {
 	return mgr
 }
 
+// RunSuite runs the package's Ginkgo suite, unless tests are -short: the suites start real
+// clusters. starts says which, for the skip message.
+func RunSuite(t *testing.T, description, starts string) {
+	if testing.Short() {
+		t.Skip("starts " + starts)
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, description)
+}
+
+// BindingKinds returns constructors of both binding kinds, for the controllers registered
+// once per kind.
+func BindingKinds() []func() client.Object {
+	return []func() client.Object{
+		func() client.Object { return &workv1alpha2.ResourceBinding{} },
+		func() client.Object { return &workv1alpha2.ClusterResourceBinding{} },
+	}
+}
+
 // StartManager runs mgr until the end of the calling node.
 func StartManager(mgr ctrl.Manager) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -158,7 +179,7 @@ func StartManager(mgr ctrl.Manager) {
 // are dropped at the end of the calling node.
 func (e *Env) SetupClusterController(mgr ctrl.Manager) *member.Manager {
 	GinkgoHelper()
-	members := member.NewManager(e.Scheme, member.Options{FailureThreshold: FailureThreshold, ProbeTimeout: ProbeTimeout})
+	members := member.NewManager(e.Scheme, member.Options{FailureThreshold: FailureThreshold, ProbeTimeout: ProbeTimeout, ProbeInterval: ProbeInterval})
 	Expect((&cluster.Reconciler{Members: members}).SetupWithManager(mgr, cluster.Options{
 		ProbeInterval: ProbeInterval, StatusInterval: StatusInterval,
 	})).To(Succeed())
