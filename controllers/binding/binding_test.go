@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -111,6 +112,20 @@ func deploymentSelector(name string) []policyv1alpha1.ResourceSelector {
 
 func onCluster(name string) *policyv1alpha1.ClusterAffinity {
 	return &policyv1alpha1.ClusterAffinity{ClusterNames: []string{name}}
+}
+
+// boundEverywhere creates a ConfigMap template "cfg" in a new opted-in namespace, and its
+// binding to every cluster, and waits for its Works.
+func boundEverywhere(ctx context.Context, ns string) (*corev1.ConfigMap, client.Object) {
+	GinkgoHelper()
+	env.TemplateNamespace(ctx, ns)
+	cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+	Expect(env.Host.Create(ctx, cm)).To(Succeed())
+	rb := bindingFor(ctx, cm, 0, true, fleettest.Scheduled("member1", 0, "member2", 0))
+	for _, c := range clusterNames {
+		manifest(ctx, c, cm, nil)
+	}
+	return cm, rb
 }
 
 // webTemplate creates an opted-in namespace holding a 2-replica Deployment "web".
@@ -331,13 +346,7 @@ var _ = Describe("Removing Works", func() {
 
 	It("deletes the Works of a deleted binding, and then lets the binding go", func(ctx SpecContext) {
 		ns := "bind-delete"
-		env.TemplateNamespace(ctx, ns)
-		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
-		Expect(env.Host.Create(ctx, cm)).To(Succeed())
-		rb := bindingFor(ctx, cm, 0, true, fleettest.Scheduled("member1", 0, "member2", 0))
-		for _, c := range clusterNames {
-			manifest(ctx, c, cm, nil)
-		}
+		cm, rb := boundEverywhere(ctx, ns)
 		Expect(env.Host.Delete(ctx, rb)).To(Succeed())
 		for _, c := range clusterNames {
 			expectWorkDeleted(ctx, workKey(c, cm), false)
@@ -347,13 +356,7 @@ var _ = Describe("Removing Works", func() {
 
 	It("tells the Works of a deleted binding that preserves resources to keep their member objects", func(ctx SpecContext) {
 		ns := "bind-delete-preserve"
-		env.TemplateNamespace(ctx, ns)
-		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
-		Expect(env.Host.Create(ctx, cm)).To(Succeed())
-		rb := bindingFor(ctx, cm, 0, true, fleettest.Scheduled("member1", 0, "member2", 0))
-		for _, c := range clusterNames {
-			manifest(ctx, c, cm, nil)
-		}
+		cm, rb := boundEverywhere(ctx, ns)
 		// As the detector unbinds a template: preserve, then delete at once.
 		Expect(env.Host.Patch(ctx, rb, client.RawPatch(types.MergePatchType,
 			[]byte(`{"spec":{"preserveResourcesOnDeletion":true}}`)))).To(Succeed())
