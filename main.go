@@ -22,6 +22,7 @@ package main
 import (
 	"flag"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -72,6 +73,14 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.controllers.StatusInterval, "cluster-status-interval", d.StatusInterval, "How often a member's version, APIs, nodes and capacity are collected (also at once when it connects).")
 	fs.IntVar(&o.controllers.FailureThreshold, "cluster-failure-threshold", d.FailureThreshold, "Failed probes in a row before a member is NotReady.")
 	fs.BoolVar(&o.controllers.EnableEmptyWorkloadPropagation, "enable-empty-workload-propagation", false, "Propagate workloads to clusters that were divided 0 replicas.")
+	fs.Func("hold-controllers", "Comma-separated user names of host controllers (operators, ingress or load balancer controllers) whose writes to templates the host hold also denies, besides kube-controller-manager's and the other defaults (see README).", func(v string) error {
+		for _, id := range strings.Split(v, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				o.controllers.HoldControllers = append(o.controllers.HoldControllers, id)
+			}
+		}
+		return nil
+	})
 	fs.StringVar(&o.controllers.SchedulerName, "scheduler-name", "default-scheduler", "Bindings naming another scheduler are left to it.")
 }
 

@@ -4,6 +4,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -51,6 +52,9 @@ type Options struct {
 	// MemberWorkers is how many Works of one member cluster are applied at once, on workers
 	// of that member's own (a slow member never holds the others' workers).
 	MemberWorkers int
+	// HoldControllers are identities added to namespace.DefaultHostControllers: host
+	// controllers whose writes to templates the hold denies.
+	HoldControllers []string
 }
 
 // DefaultOptions are the defaults of the manager's flags.
@@ -108,7 +112,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	if err != nil {
 		return nil, err
 	}
-	if err := (&namespace.HoldReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&namespace.HoldReconciler{
+		Client: mgr.GetClient(), HostControllers: append(slices.Clone(namespace.DefaultHostControllers), o.HoldControllers...),
+	}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := (&namespace.HeldReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("namespace-controller")}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if err := (&detector.Reconciler{

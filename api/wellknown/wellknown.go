@@ -49,6 +49,18 @@ const (
 	PropagationLabel = "flotilla.io/propagation"
 	// PropagationEnabled is the value of PropagationLabel that opts a namespace in.
 	PropagationEnabled = "enabled"
+	// HeldLabel keeps a namespace's templates held on the host. Flotilla sets it to "true" on
+	// every opted-in namespace and never removes it: removing PropagationLabel stops
+	// propagation but keeps the hold, so the host's controllers do not start the templates by
+	// surprise. Removing HeldLabel (with PropagationLabel gone) is the user's confirmation
+	// that the host may run them.
+	HeldLabel = "flotilla.io/held"
+	// HeldTrue is the value of HeldLabel.
+	HeldTrue = "true"
+	// JobManagedBy is the spec.managedBy the host puts on Jobs created in held namespaces,
+	// so that the host's Job controller leaves them alone. It is removed when a Job is
+	// rendered for a member; any other value is the user's and is kept.
+	JobManagedBy = "flotilla.io/template"
 )
 
 // Labels and annotations on templates claimed by a policy.

@@ -2,14 +2,21 @@ package namespace_test
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,10 +39,11 @@ func getBinding(ctx context.Context, g Gomega) *admissionv1.ValidatingAdmissionP
 	return b
 }
 
-// expectHold waits until the policy and binding are as HoldPolicy and HoldBinding say.
+// expectHold waits until the policies and bindings are as HoldPolicy, HoldBindings,
+// JobPolicy and JobBindings say.
 func expectHold(ctx context.Context) {
 	GinkgoHelper()
-	want := namespace.HoldPolicy()
+	want := namespace.HoldPolicy(namespace.DefaultHostControllers)
 	Eventually(func(g Gomega) {
 		p := getPolicy(ctx, g)
 		g.Expect(p.Spec.FailurePolicy).To(HaveValue(Equal(admissionv1.Fail)))
@@ -44,18 +52,30 @@ func expectHold(ctx context.Context) {
 			g.Expect(p.Spec.Validations[i].Expression).To(Equal(*v.Expression))
 			g.Expect(p.Spec.Validations[i].Message).To(Equal(*v.Message))
 		}
-		g.Expect(p.Spec.MatchConstraints.ResourceRules).To(HaveLen(4))
+		g.Expect(p.Spec.MatchConstraints.ResourceRules).To(HaveLen(len(want.Spec.MatchConstraints.ResourceRules)))
+		g.Expect(p.Spec.MatchConditions).To(HaveLen(1))
 		g.Expect(p.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "flotilla"))
 
-		b := getBinding(ctx, g)
-		g.Expect(b.Spec.PolicyName).To(Equal(namespace.HoldPolicyName))
-		g.Expect(b.Spec.ValidationActions).To(Equal([]admissionv1.ValidationAction{admissionv1.Deny}))
-		g.Expect(b.Spec.MatchResources.NamespaceSelector.MatchLabels).To(Equal(
-			map[string]string{wellknown.PropagationLabel: wellknown.PropagationEnabled}))
-		g.Expect(b.Spec.MatchResources.NamespaceSelector.MatchExpressions).To(ConsistOf(metav1.LabelSelectorRequirement{
-			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn,
-			Values: []string{"kube-system", "kube-public", "kube-node-lease", wellknown.SystemNamespace},
-		}))
+		for _, wb := range namespace.HoldBindings() {
+			b := &admissionv1.ValidatingAdmissionPolicyBinding{}
+			g.Expect(env.Host.Get(ctx, types.NamespacedName{Name: *wb.Name}, b)).To(Succeed())
+			g.Expect(b.Spec.PolicyName).To(Equal(namespace.HoldPolicyName))
+			g.Expect(b.Spec.ValidationActions).To(Equal([]admissionv1.ValidationAction{admissionv1.Deny}))
+			g.Expect(b.Spec.MatchResources.NamespaceSelector.MatchLabels).To(Equal(wb.Spec.MatchResources.NamespaceSelector.MatchLabels))
+			g.Expect(b.Spec.MatchResources.NamespaceSelector.MatchExpressions).To(ConsistOf(metav1.LabelSelectorRequirement{
+				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn,
+				Values: []string{"kube-system", "kube-public", "kube-node-lease", wellknown.SystemNamespace},
+			}))
+		}
+		mp := &admissionv1.MutatingAdmissionPolicy{}
+		g.Expect(env.Host.Get(ctx, types.NamespacedName{Name: namespace.JobPolicyName}, mp)).To(Succeed())
+		g.Expect(mp.Spec.Mutations).To(HaveLen(1))
+		for _, wb := range namespace.JobBindings() {
+			b := &admissionv1.MutatingAdmissionPolicyBinding{}
+			g.Expect(env.Host.Get(ctx, types.NamespacedName{Name: *wb.Name}, b)).To(Succeed())
+			g.Expect(b.Spec.PolicyName).To(Equal(namespace.JobPolicyName))
+			g.Expect(b.Spec.MatchResources.NamespaceSelector.MatchLabels).To(Equal(wb.Spec.MatchResources.NamespaceSelector.MatchLabels))
+		}
 	}).WithContext(ctx).Should(Succeed())
 }
 
@@ -162,3 +182,174 @@ func coreEvents(ctx context.Context, g Gomega, ns string) []corev1.Event {
 	g.Expect(env.Host.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 	return list.Items
 }
+
+// as is a client of the host that impersonates user, in system:masters: what is tested is
+// admission, not authorization.
+func as(user string) client.Client {
+	cfg := rest.CopyConfig(env.Fleet.Host.RESTConfig())
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:masters", "system:authenticated"}}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// waitHeld waits until the apiserver enforces the current hold in namespace ns: a host
+// controller's ControllerRevision (a rule the first version of the hold did not have) is
+// denied. The apiserver applies a new policy, binding or namespace label a moment after it is
+// written.
+func waitHeld(ctx context.Context, ns string) {
+	GinkgoHelper()
+	kcm := as("system:kube-controller-manager")
+	Eventually(func(g Gomega) {
+		rev := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Revision: 1,
+			Data: k8sruntime.RawExtension{Raw: []byte("{}")}}
+		g.Expect(kcm.Create(ctx, rev, client.DryRunAll)).To(MatchError(ContainSubstring("ControllerRevisions")))
+	}).WithContext(ctx).Should(Succeed())
+}
+
+// The suite's host runs kube-controller-manager with --use-service-account-credentials=false,
+// so that every controller, garbage collection and namespace deletion included, writes as
+// system:kube-controller-manager (the e2e host runs the other setting).
+var _ = Describe("Host controllers in a held namespace", Ordered, func() {
+	const held, plain = "hostkinds", "hostkinds-plain"
+	var templates []client.Object
+
+	BeforeAll(func(ctx SpecContext) {
+		expectHold(ctx)
+		fleettest.EnsureImmediateStorageClass(ctx, env.Host)
+		env.TemplateNamespace(ctx, held)
+		env.CreateNamespace(ctx, plain, nil)
+		waitHeld(ctx, held)
+		templates = fleettest.HostControllerTemplates(held)
+		for _, t := range templates {
+			Expect(env.Host.Create(ctx, t)).To(Succeed())
+		}
+	})
+
+	It("act in a plain namespace: the HPA scales, the volume binder asks for a volume", func(ctx SpecContext) {
+		for _, t := range fleettest.HostControllerTemplates(plain) {
+			switch t.(type) {
+			case *appsv1.Deployment, *autoscalingv2.HorizontalPodAutoscaler, *corev1.PersistentVolumeClaim:
+				Expect(env.Host.Create(ctx, t)).To(Succeed())
+			}
+		}
+		Eventually(func(g Gomega) {
+			web := &appsv1.Deployment{}
+			g.Expect(env.Host.Get(ctx, client.ObjectKey{Namespace: plain, Name: "web"}, web)).To(Succeed())
+			g.Expect(web.Spec.Replicas).To(HaveValue(BeEquivalentTo(3)))
+			pvc := &corev1.PersistentVolumeClaim{}
+			g.Expect(env.Host.Get(ctx, client.ObjectKey{Namespace: plain, Name: "data"}, pvc)).To(Succeed())
+			g.Expect(pvc.Annotations).To(HaveKey("volume.kubernetes.io/storage-provisioner"))
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+	})
+
+	It("make and write nothing in a held one, CronJob runs included", func(ctx SpecContext) {
+		// The CronJob fires within a minute; its controller's Job is denied.
+		Eventually(func(g Gomega) {
+			var reasons []string
+			for _, e := range coreEvents(ctx, g, held) {
+				if e.InvolvedObject.Kind == "CronJob" {
+					reasons = append(reasons, e.Reason)
+				}
+			}
+			g.Expect(reasons).To(ContainElement("FailedCreate"))
+		}).WithContext(ctx).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Succeed())
+		fleettest.ExpectHostControllersKeptOff(ctx, Default, env.Host, held, templates)
+	})
+
+	It("leave held Jobs alone: the host marks them managed by Flotilla", func(ctx SpecContext) {
+		job := &batchv1.Job{}
+		Expect(env.Host.Get(ctx, client.ObjectKey{Namespace: held, Name: "batch"}, job)).To(Succeed())
+		Expect(job.Spec.ManagedBy).To(HaveValue(Equal(wellknown.JobManagedBy)))
+
+		own := fleettest.HostControllerTemplates(held)[5].(*batchv1.Job)
+		own.Name, own.Spec.ManagedBy = "own-manager", ptr.To("example.com/other")
+		Expect(env.Host.Create(ctx, own)).To(Succeed())
+		Expect(own.Spec.ManagedBy).To(HaveValue(Equal("example.com/other")))
+
+		elsewhere := fleettest.HostControllerTemplates(plain)[5].(*batchv1.Job)
+		Expect(env.Host.Create(ctx, elsewhere)).To(Succeed())
+		Expect(elsewhere.Spec.ManagedBy).To(BeNil())
+	})
+
+	It("deny the cloud's load balancer finalizer and ingress controllers' status, not users' writes", func(ctx SpecContext) {
+		svc := &corev1.Service{}
+		Expect(env.Host.Get(ctx, client.ObjectKey{Namespace: held, Name: "web"}, svc)).To(Succeed())
+		patch := client.MergeFrom(svc.DeepCopy())
+		svc.Finalizers = append(svc.Finalizers, "service.kubernetes.io/load-balancer-cleanup")
+		err := as("system:serviceaccount:kube-system:service-controller").Patch(ctx, svc.DeepCopy(), patch)
+		Expect(err).To(MatchError(ContainSubstring("add finalizers")))
+
+		ing := &networkingv1.Ingress{}
+		Expect(env.Host.Get(ctx, client.ObjectKey{Namespace: held, Name: "web"}, ing)).To(Succeed())
+		ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.1"}}
+		err = as("system:serviceaccount:ingress-nginx:ingress-nginx").Status().Update(ctx, ing.DeepCopy())
+		Expect(err).To(MatchError(ContainSubstring("status")))
+		// Flotilla (here the admin) writes the fleet's status.
+		Expect(env.Host.Status().Update(ctx, ing)).To(Succeed())
+	})
+
+	It("let garbage collection remove finalizers and host controllers delete, under the shared identity", func(ctx SpecContext) {
+		cm := fleettest.ConfigMap(held, "gc", nil)
+		cm.Finalizers = []string{"example.com/wait"}
+		Expect(env.Host.Create(ctx, cm)).To(Succeed())
+		kcm := as("system:kube-controller-manager")
+		patch := client.MergeFrom(cm.DeepCopy())
+		cm.Finalizers = nil
+		Expect(kcm.Patch(ctx, cm, patch)).To(Succeed())
+		Expect(kcm.Delete(ctx, cm)).To(Succeed())
+	})
+
+	It("keep quota working", func(ctx SpecContext) {
+		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: held, Name: "count"},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/deployments.apps": resource.MustParse("10")}}}
+		Expect(env.Host.Create(ctx, quota)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(quota), quota)).To(Succeed())
+			g.Expect(quota.Status.Used).To(HaveKeyWithValue(corev1.ResourceName("count/deployments.apps"), resource.MustParse("1")))
+		}).WithContext(ctx).Should(Succeed())
+	})
+})
+
+var _ = Describe("Opting a namespace out", func() {
+	It("keeps its templates held until the user removes the held label too", func(ctx SpecContext) {
+		const ns = "optout"
+		env.TemplateNamespace(ctx, ns)
+		waitHeld(ctx, ns)
+		n := &corev1.Namespace{}
+		Eventually(func(g Gomega) {
+			g.Expect(env.Host.Get(ctx, client.ObjectKey{Name: ns}, n)).To(Succeed())
+			g.Expect(n.Labels).To(HaveKeyWithValue(wellknown.HeldLabel, wellknown.HeldTrue))
+		}).WithContext(ctx).Should(Succeed())
+
+		patch := client.MergeFrom(n.DeepCopy())
+		delete(n.Labels, wellknown.PropagationLabel)
+		Expect(env.Host.Patch(ctx, n, patch)).To(Succeed())
+		Eventually(func(g Gomega) []string {
+			return env.EventReasons(ctx, g, n)
+		}).WithContext(ctx).Should(ContainElement(namespace.EventReasonStillHeld))
+		waitHeld(ctx, ns)
+
+		// Still held: a Deployment made now gets no ReplicaSet.
+		Expect(env.Host.Create(ctx, fleettest.Deployment(ns, "after", 1))).To(Succeed())
+		Consistently(func(g Gomega) []appsv1.ReplicaSet {
+			return replicaSets(ctx, g, ns)
+		}).WithContext(ctx).WithTimeout(5 * time.Second).Should(BeEmpty())
+		Expect(env.Host.Get(ctx, client.ObjectKey{Name: ns}, n)).To(Succeed())
+		Expect(n.Labels).To(HaveKeyWithValue(wellknown.HeldLabel, wellknown.HeldTrue))
+
+		// Released: the host's controllers take the namespace's workloads over.
+		patch = client.MergeFrom(n.DeepCopy())
+		delete(n.Labels, wellknown.HeldLabel)
+		Expect(env.Host.Patch(ctx, n, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(env.Host.Get(ctx, client.ObjectKey{Name: ns}, n)).To(Succeed())
+			g.Expect(n.Labels).NotTo(HaveKey(wellknown.HeldLabel))
+			// A new template shows the hold is gone at once (the old one waits for the
+			// Deployment controller's next retry).
+			d := fleettest.Deployment(ns, "released", 1)
+			_ = env.Host.Create(ctx, d)
+			g.Expect(replicaSets(ctx, g, ns)).NotTo(BeEmpty())
+		}).WithContext(ctx).Should(Succeed())
+	})
+})

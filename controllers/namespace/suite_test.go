@@ -8,12 +8,13 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/flotilla-io/flotilla/controllers/namespace"
+	"github.com/flotilla-io/flotilla/internal/localcluster"
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
 
-// The suite runs the HoldReconciler alone, in-process, against a host with its own
-// kube-controller-manager, so that the host's Deployment controller really tries to create
-// ReplicaSets in template namespaces.
+// The suite runs the HoldReconciler and HeldReconciler alone, in-process, against a host with
+// its own kube-controller-manager (its controllers sharing one identity, and the volume binder
+// on), so that the host's controllers really try to act on templates.
 var env *fleettest.Env
 
 func TestNamespaceController(t *testing.T) {
@@ -21,8 +22,12 @@ func TestNamespaceController(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	env = fleettest.Start(ctx, fleettest.Options{Name: "namespace", ControllerManager: true})
+	env = fleettest.Start(ctx, fleettest.Options{Name: "namespace", ControllerManager: true, ControllerManagerArgs: []string{
+		"--use-service-account-credentials=false",
+		"--controllers=" + localcluster.ControllerManagerControllersWithVolumeBinder,
+	}})
 	mgr := env.NewManager()
 	Expect((&namespace.HoldReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&namespace.HeldReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("namespace-controller")}).SetupWithManager(mgr)).To(Succeed())
 	fleettest.StartManager(mgr)
 }, NodeTimeout(3*time.Minute))

@@ -73,6 +73,10 @@ type Options struct {
 	// ExtraAPIServerArgs are appended to kube-apiserver's arguments ("--flag=value"); a
 	// repeated flag overrides the default.
 	ExtraAPIServerArgs []string
+	// ExtraControllerManagerArgs are added to kube-controller-manager's arguments
+	// ("--flag=value"); a flag given here replaces the default one of that name (for example
+	// --controllers, or --use-service-account-credentials=false).
+	ExtraControllerManagerArgs []string
 	// Detach lets the processes outlive the process that started them (the persistent local
 	// fleet). By default the kernel kills them when it dies, so an interrupted test leaks
 	// nothing.
@@ -119,6 +123,7 @@ type Cluster struct {
 	startTimeout time.Duration
 	etcdPeerPort int
 	extraArgs    []string
+	extraKCMArgs []string
 	detach       bool
 	nodes        []NodeSpec
 	files        pkiFiles
@@ -199,6 +204,7 @@ func newCluster(o Options) (*Cluster, error) {
 		fixedPorts:        o.APIServerPort != 0 || o.EtcdPort != 0,
 		startTimeout:      o.StartTimeout,
 		extraArgs:         slices.Clone(o.ExtraAPIServerArgs),
+		extraKCMArgs:      slices.Clone(o.ExtraControllerManagerArgs),
 		detach:            o.Detach,
 		nodes:             nodes,
 		log:               newLogger(o.Log, o.Name),

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -31,6 +33,12 @@ const (
 	kubeControllerManagerControllers = "*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route," +
 		"-persistentvolume-binder,-attachdetach,-persistentvolume-expander"
 )
+
+// ControllerManagerControllersWithVolumeBinder is kube-controller-manager's --controllers value
+// of a local cluster with the PersistentVolume binder on as well: it binds and asks
+// provisioners for volumes of PersistentVolumeClaims (nothing provisions them here).
+const ControllerManagerControllersWithVolumeBinder = "*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route," +
+	"-attachdetach,-persistentvolume-expander"
 
 // DefaultNodeCapacity returns the capacity of a default fake Node: 8 CPUs, 32Gi of memory,
 // 110 Pods.
@@ -173,18 +181,52 @@ func fakeNode(n NodeSpec) *corev1.Node {
 }
 
 func (c *Cluster) controllerManagerComponent() component {
-	return c.workloadComponent(binControllerManager,
-		"--kubeconfig="+c.KubeconfigPath,
-		"--controllers="+kubeControllerManagerControllers,
-		"--service-account-private-key-file="+c.files.SAKey,
-		"--root-ca-file="+c.files.CACert,
-		"--cluster-signing-cert-file="+c.files.CACert,
-		"--cluster-signing-key-file="+c.files.CAKey,
+	return c.workloadComponent(binControllerManager, withOverrides([]string{
+		"--kubeconfig=" + c.controllerManagerKubeconfig(),
+		"--controllers=" + kubeControllerManagerControllers,
+		"--service-account-private-key-file=" + c.files.SAKey,
+		"--root-ca-file=" + c.files.CACert,
+		"--cluster-signing-cert-file=" + c.files.CACert,
+		"--cluster-signing-key-file=" + c.files.CAKey,
 		"--use-service-account-credentials=true",
 		"--secure-port=0",
 		"--leader-elect=false",
 		"--profiling=false",
-	)
+	}, c.extraKCMArgs)...)
+}
+
+// controllerManagerKubeconfig writes and returns kube-controller-manager's kubeconfig: its
+// own user's, or the admin's in a cluster made before it had one.
+func (c *Cluster) controllerManagerKubeconfig() string {
+	if !hasControllerManagerToken(c.files) {
+		return c.KubeconfigPath
+	}
+	path := filepath.Join(c.Dir, "controller-manager.kubeconfig")
+	if err := os.WriteFile(path, c.Kubeconfig(ControllerManagerUser, controllerManagerToken(c.AdminToken)), 0o600); err != nil {
+		c.log.printf("writing %s: %v; kube-controller-manager runs as %s", path, err, AdminUser)
+		return c.KubeconfigPath
+	}
+	return path
+}
+
+// withOverrides appends extra flags to defaults, dropping each default flag that extra gives
+// again ("--name=value" or "--name").
+func withOverrides(defaults, extra []string) []string {
+	name := func(arg string) string {
+		n, _, _ := strings.Cut(arg, "=")
+		return n
+	}
+	given := map[string]bool{}
+	for _, a := range extra {
+		given[name(a)] = true
+	}
+	out := make([]string, 0, len(defaults)+len(extra))
+	for _, a := range defaults {
+		if !given[name(a)] {
+			out = append(out, a)
+		}
+	}
+	return append(out, extra...)
 }
 
 func (c *Cluster) schedulerComponent() component {

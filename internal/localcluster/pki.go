@@ -25,6 +25,19 @@ const certValidity = 2 * 365 * 24 * time.Hour
 // AdminUser is the user name the admin token authenticates as; it is in system:masters.
 const AdminUser = "flotilla-admin"
 
+// ControllerManagerUser is the user kube-controller-manager authenticates as.
+const ControllerManagerUser = "system:kube-controller-manager"
+
+// controllerManagerToken is kube-controller-manager's token, derived from the admin token.
+func controllerManagerToken(admin string) string { return admin + "-kcm" }
+
+// hasControllerManagerToken reports whether the tokens file knows kube-controller-manager's
+// user (clusters made by older versions do not).
+func hasControllerManagerToken(files pkiFiles) bool {
+	tokens, err := os.ReadFile(files.Tokens)
+	return err == nil && strings.Contains(string(tokens), ","+ControllerManagerUser+",")
+}
+
 // pkiFiles are the paths of the credentials a cluster's processes read.
 type pkiFiles struct {
 	CACert, CAKey           string // the cluster CA; also signs kubelet-style CSRs in full clusters
@@ -149,7 +162,11 @@ func writePKI(dir, clusterName string) (pkiFiles, credentials, error) {
 		{files.SAKey, pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey))},
 		{files.SAPublicKey, pemBlock("PUBLIC KEY", saPub)},
 		// token,user,uid,"group1,group2"
-		{files.Tokens, fmt.Appendf(nil, "%s,%s,%s,\"system:masters\"\n", token, AdminUser, AdminUser)},
+		// kube-controller-manager has its own identity, as in a kubeadm cluster; it is in
+		// system:masters so that it can run every controller on its own credentials too
+		// (--use-service-account-credentials=false).
+		{files.Tokens, fmt.Appendf(nil, "%s,%s,%s,\"system:masters\"\n%s,%s,%s,\"system:masters\"\n",
+			token, AdminUser, AdminUser, controllerManagerToken(token), ControllerManagerUser, ControllerManagerUser)},
 	}
 	for _, w := range writes {
 		if err := os.WriteFile(w.path, w.data, 0o600); err != nil {

@@ -36,9 +36,11 @@ type ClusterState struct {
 	Zone              string `json:"zone,omitempty"`
 	GPUs              int    `json:"gpus,omitempty"`
 	// BinDir and ExtraAPIServerArgs let a loaded cluster restart its apiserver.
-	BinDir             string        `json:"binDir"`
-	ExtraAPIServerArgs []string      `json:"extraAPIServerArgs,omitempty"`
-	Processes          []ProcessInfo `json:"processes"`
+	BinDir             string   `json:"binDir"`
+	ExtraAPIServerArgs []string `json:"extraAPIServerArgs,omitempty"`
+	// ExtraControllerManagerArgs let it restart its kube-controller-manager the same way.
+	ExtraControllerManagerArgs []string      `json:"extraControllerManagerArgs,omitempty"`
+	Processes                  []ProcessInfo `json:"processes"`
 }
 
 // State describes the fleet as it runs now.
@@ -57,18 +59,19 @@ func (f *Fleet) State() *FleetState {
 
 func (f *Fleet) clusterState(c *Cluster) ClusterState {
 	return ClusterState{
-		Name:               c.Name,
-		Dir:                c.Dir,
-		Endpoint:           c.Endpoint,
-		Kubeconfig:         f.KubeconfigPath(c.Name),
-		APIServerPort:      c.APIServerPort,
-		EtcdPort:           c.EtcdPort,
-		EtcdPeerPort:       c.etcdPeerPort,
-		Full:               c.Full,
-		ControllerManager:  c.ControllerManager,
-		BinDir:             c.binDir,
-		ExtraAPIServerArgs: c.extraArgs,
-		Processes:          c.Processes(),
+		Name:                       c.Name,
+		Dir:                        c.Dir,
+		Endpoint:                   c.Endpoint,
+		Kubeconfig:                 f.KubeconfigPath(c.Name),
+		APIServerPort:              c.APIServerPort,
+		EtcdPort:                   c.EtcdPort,
+		EtcdPeerPort:               c.etcdPeerPort,
+		Full:                       c.Full,
+		ControllerManager:          c.ControllerManager,
+		BinDir:                     c.binDir,
+		ExtraAPIServerArgs:         c.extraArgs,
+		ExtraControllerManagerArgs: c.extraKCMArgs,
+		Processes:                  c.Processes(),
 	}
 }
 
@@ -159,6 +162,7 @@ func loadCluster(s ClusterState) (*Cluster, error) {
 		startTimeout:      DefaultStartTimeout,
 		etcdPeerPort:      s.EtcdPeerPort,
 		extraArgs:         slices.Clone(s.ExtraAPIServerArgs),
+		extraKCMArgs:      slices.Clone(s.ExtraControllerManagerArgs),
 		detach:            true,
 		files:             files,
 		log:               newLogger(nil, s.Name),

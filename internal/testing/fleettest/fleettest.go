@@ -61,6 +61,8 @@ type Options struct {
 	// ControllerManager runs kube-controller-manager in the host (garbage collection,
 	// namespace deletion, the workload controllers).
 	ControllerManager bool
+	// ControllerManagerArgs replace or add kube-controller-manager flags in the host.
+	ControllerManagerArgs []string
 }
 
 // Env is a running fleet with admin clients.
@@ -91,7 +93,7 @@ func Start(ctx context.Context, o Options) *Env {
 	// Eventually(...).WithContext(ctx) would otherwise wait until the spec's context ends.
 	EnforceDefaultTimeoutsWhenUsingContexts()
 
-	host := localcluster.Options{ControllerManager: o.ControllerManager}
+	host := localcluster.Options{ControllerManager: o.ControllerManager, ExtraControllerManagerArgs: o.ControllerManagerArgs}
 	if o.Name != "" {
 		host.Name = o.Name + "-host"
 	}
