@@ -2,13 +2,19 @@ package workstatus
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -29,22 +35,48 @@ import (
 // AggregateFieldOwner is the field manager of status.aggregatedStatus and FullyApplied.
 const AggregateFieldOwner = "flotilla-binding-status"
 
-// AggregateReconciler writes a binding's status from its Works.
+// TemplateStatusFieldOwner is the field manager of templates' status.
+const TemplateStatusFieldOwner = "flotilla-template-status"
+
+// EventReasonTemplateStatusFailed is the Warning event on a binding whose template's status
+// the apiserver refused.
+const EventReasonTemplateStatusFailed = "TemplateStatusFailed"
+
+// TemplateStatusInterpreter sums members' reflected statuses into a template's status.
+type TemplateStatusInterpreter interface {
+	AggregateStatus(template *unstructured.Unstructured, items []workv1alpha2.AggregatedStatusItem) (map[string]any, error)
+}
+
+// AggregateReconciler writes a binding's status from its Works, and the fleet's status onto
+// the binding's template.
 type AggregateReconciler struct {
 	Client     client.Client
 	Recorder   events.EventRecorder
 	NewBinding func() client.Object
+	// Interpreter computes templates' status; nil leaves templates' status alone.
+	Interpreter TemplateStatusInterpreter
+
+	// written is, by binding, the template status last written (with the template's UID),
+	// so that a status that changes nothing is not written again. A restart forgets it and
+	// writes each template's status once more, which repairs any edit made meanwhile.
+	written sync.Map
 }
 
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings/status;clusterresourcebindings/status,verbs=get;update;patch
+// Templates' status: any kind can be a template.
+// +kubebuilder:rbac:groups=*,resources=*/status,verbs=patch
 
 // Reconcile aggregates one binding.
 func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rb := r.NewBinding()
 	if err := r.Client.Get(ctx, req.NamespacedName, rb); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if rb.GetDeletionTimestamp() != nil {
+		r.written.Delete(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	spec, status := bindings.Spec(rb), bindings.Status(rb)
@@ -66,13 +98,17 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	items := make([]workv1alpha2.AggregatedStatusItem, 0, len(spec.Clusters))
 	var notApplied []string
+	ready := 0
 	for _, tc := range spec.Clusters {
 		item, applied := aggregatedItem(tc.Name, works[tc.Name], spec)
 		items = append(items, item)
 		if !applied {
 			notApplied = append(notApplied, tc.Name)
+		} else if item.Health == workv1alpha1.ResourceHealthy {
+			ready++
 		}
 	}
+	clustersReady := fmt.Sprintf("%d/%d", ready, len(spec.Clusters))
 	slices.SortFunc(items, func(a, b workv1alpha2.AggregatedStatusItem) int {
 		if a.ClusterName < b.ClusterName {
 			return -1
@@ -93,21 +129,101 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		cond.Status, cond.Reason = metav1.ConditionFalse, wellknown.ReasonNotFullyApplied
 		cond.Message = fmt.Sprintf("Not applied on %d of %d clusters: %v", len(notApplied), len(spec.Clusters), notApplied)
 	}
-	if bindings.ConditionCurrent(status.Conditions, cond) && equality.Semantic.DeepEqual(status.AggregatedStatus, items) {
-		return ctrl.Result{}, nil
+	if !bindings.ConditionCurrent(status.Conditions, cond) || !equality.Semantic.DeepEqual(status.AggregatedStatus, items) ||
+		status.ClustersReady != clustersReady {
+		wasApplied := meta.IsStatusConditionTrue(status.Conditions, wellknown.ConditionFullyApplied)
+		if err := bindings.ApplyStatus(ctx, r.Client, rb, AggregateFieldOwner, map[string]any{
+			"conditions":       []metav1.Condition{bindings.Condition(status.Conditions, cond)},
+			"aggregatedStatus": items,
+			"clustersReady":    clustersReady,
+		}); err != nil {
+			return ctrl.Result{}, err
+		}
+		if cond.Status == metav1.ConditionTrue && !wasApplied {
+			r.Recorder.Eventf(rb, nil, corev1.EventTypeNormal, wellknown.EventReasonAggregateStatusSucceed, "Aggregate",
+				"Update resourceBinding(%s) with AggregatedStatus successfully", req.String())
+		}
 	}
-	wasApplied := meta.IsStatusConditionTrue(status.Conditions, wellknown.ConditionFullyApplied)
-	if err := bindings.ApplyStatus(ctx, r.Client, rb, AggregateFieldOwner, map[string]any{
-		"conditions":       []metav1.Condition{bindings.Condition(status.Conditions, cond)},
-		"aggregatedStatus": items,
-	}); err != nil {
-		return ctrl.Result{}, err
+	return ctrl.Result{}, r.writeTemplateStatus(ctx, req.NamespacedName, rb, spec, works, items)
+}
+
+// writeTemplateStatus writes the fleet's status onto the template, replacing its status
+// whole, when it differs from what was last written. The template is not read: its UID is
+// the binding's, and its generation the newest one rendered into a Work (a template edited
+// since shows a generation its status has not observed, as it should, until its Works are
+// rendered and applied anew). The write is a JSON patch of the status subresource that
+// first tests the UID, so a template deleted and created again under the same name never
+// gets its predecessor's status.
+func (r *AggregateReconciler) writeTemplateStatus(ctx context.Context, key types.NamespacedName, rb client.Object,
+	spec *workv1alpha2.ResourceBindingSpec, works map[string]*workv1alpha1.Work, items []workv1alpha2.AggregatedStatusItem) error {
+	if r.Interpreter == nil || spec.Resource.UID == "" {
+		return nil
 	}
-	if cond.Status == metav1.ConditionTrue && !wasApplied {
-		r.Recorder.Eventf(rb, nil, corev1.EventTypeNormal, wellknown.EventReasonAggregateStatusSucceed, "Aggregate",
-			"Update resourceBinding(%s) with AggregatedStatus successfully", req.String())
+	tmpl := &unstructured.Unstructured{}
+	tmpl.SetAPIVersion(spec.Resource.APIVersion)
+	tmpl.SetKind(spec.Resource.Kind)
+	tmpl.SetNamespace(spec.Resource.Namespace)
+	tmpl.SetName(spec.Resource.Name)
+	tmpl.SetUID(spec.Resource.UID)
+	tmpl.SetGeneration(renderedGeneration(works))
+	status, err := r.Interpreter.AggregateStatus(tmpl, items)
+	if err != nil {
+		r.Recorder.Eventf(rb, nil, corev1.EventTypeWarning, EventReasonTemplateStatusFailed, "Aggregate",
+			"Cannot sum the members' status of %s %s: %v", spec.Resource.Kind, spec.Resource.Name, err)
+		return nil // a member's status changing brings the binding back
 	}
-	return ctrl.Result{}, nil
+	if status == nil {
+		return nil
+	}
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": spec.Resource.UID},
+		{"op": "add", "path": "/status", "value": status},
+	})
+	if err != nil {
+		return err
+	}
+	memo := string(spec.Resource.UID) + string(patch)
+	if last, ok := r.written.Load(key); ok && last == memo {
+		return nil
+	}
+	err = r.Client.Status().Patch(ctx, tmpl, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(TemplateStatusFieldOwner))
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil // the template is gone; the detector deletes the binding
+	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
+		// A refused status (or a template of another UID) does not get better by retrying;
+		// the next change of the members' status tries again.
+		r.Recorder.Eventf(rb, nil, corev1.EventTypeWarning, EventReasonTemplateStatusFailed, "Aggregate",
+			"Cannot write the fleet's status to %s %s: %v", spec.Resource.Kind, spec.Resource.Name, err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("writing the fleet's status to %s %s/%s: %w", spec.Resource.Kind, spec.Resource.Namespace, spec.Resource.Name, err)
+	}
+	r.written.Store(key, memo)
+	return nil
+}
+
+// renderedGeneration is the newest template generation rendered into the Works (their
+// first manifest's resourcetemplate.karmada.io/generation annotation); 0 when unknown.
+func renderedGeneration(works map[string]*workv1alpha1.Work) int64 {
+	var newest int64
+	for _, w := range works {
+		if len(w.Spec.Workload.Manifests) == 0 {
+			continue
+		}
+		var m struct {
+			Metadata struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &m); err != nil {
+			continue
+		}
+		if g, err := strconv.ParseInt(m.Metadata.Annotations[wellknown.ResourceTemplateGenerationAnnotation], 10, 64); err == nil {
+			newest = max(newest, g)
+		}
+	}
+	return newest
 }
 
 // inFlight reports whether some scheduled cluster's Work is about to change: not created yet

@@ -3,6 +3,7 @@ package workstatus_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -17,6 +18,7 @@ import (
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/controllers/workstatus"
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
 
@@ -200,5 +202,89 @@ var _ = Describe("Status from members", func() {
 			g.Expect(rb.Status.AggregatedStatus[1].Applied).To(BeFalse())
 			g.Expect(rb.Status.AggregatedStatus[1].AppliedMessage).To(ContainSubstring("suspended"))
 		}).WithContext(ctx).Should(Succeed())
+	})
+})
+
+// renderedFrom annotates a Work's manifest with its template's UID and generation, as the
+// binding controller renders it.
+func renderedFrom(tmpl client.Object) func(*workv1alpha1.Work) {
+	return func(w *workv1alpha1.Work) {
+		m := fleettest.Manifest(Default, w, 0)
+		ann := m.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[wellknown.ResourceTemplateUIDAnnotation] = string(tmpl.GetUID())
+		ann[wellknown.ResourceTemplateGenerationAnnotation] = strconv.FormatInt(tmpl.GetGeneration(), 10)
+		m.SetAnnotations(ann)
+		fleettest.SetManifest(w, m)
+	}
+}
+
+var _ = Describe("The fleet's status on the template", func() {
+	It("sums the members' Deployments into the template's status, and counts ready clusters on the binding", func(ctx SpecContext) {
+		ns := "ws-template"
+		env.TemplateNamespace(ctx, ns)
+		web := fleettest.Deployment(ns, "web", 4)
+		Expect(env.Host.Create(ctx, web)).To(Succeed())
+		rb := scheduledBinding(ctx, web, 4, both)
+		member := fleettest.Deployment(ns, "web", rb.Spec.Clusters[0].Replicas)
+		for _, c := range both {
+			env.ExpectApplied(ctx, workOf(ctx, rb, c, member, renderedFrom(web)), metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		}
+		setMemberStatus(ctx, "member1", member, 2)
+		Eventually(func(g Gomega) {
+			env.Get(ctx, g, rb)
+			g.Expect(rb.Status.ClustersReady).To(Equal("1/2"))
+			env.Get(ctx, g, web)
+			g.Expect(web.Status.Replicas).To(BeEquivalentTo(2), "member2's controller has reported nothing")
+			g.Expect(web.Status.UpdatedReplicas).To(BeEquivalentTo(2))
+			g.Expect(web.Status.ReadyReplicas).To(BeEquivalentTo(2))
+			g.Expect(web.Status.ObservedGeneration).To(BeZero(), "member2 has not rolled anything out")
+		}).WithContext(ctx).Should(Succeed())
+
+		setMemberStatus(ctx, "member2", member, 2)
+		Eventually(func(g Gomega) {
+			env.Get(ctx, g, rb)
+			g.Expect(rb.Status.ClustersReady).To(Equal("2/2"))
+			env.Get(ctx, g, web)
+			g.Expect(web.Status.ReadyReplicas).To(BeEquivalentTo(4))
+			g.Expect(web.Status.AvailableReplicas).To(BeEquivalentTo(4))
+			g.Expect(web.Status.ObservedGeneration).To(Equal(web.Generation))
+			for _, f := range web.ManagedFields {
+				if f.Subresource == "status" {
+					g.Expect(f.Manager).To(Equal(workstatus.TemplateStatusFieldOwner))
+				}
+			}
+		}).WithContext(ctx).Should(Succeed())
+
+		By("putting the fleet's status back when someone else overwrites it")
+		env.Get(ctx, Default, web)
+		web.Status.ReadyReplicas, web.Status.AvailableReplicas = 0, 0
+		Expect(env.Host.Status().Update(ctx, web)).To(Succeed())
+		setMemberStatus(ctx, "member2", member, 1)
+		Eventually(func(g Gomega) {
+			env.Get(ctx, g, web)
+			g.Expect(web.Status.ReadyReplicas).To(BeEquivalentTo(3))
+		}).WithContext(ctx).Should(Succeed())
+	})
+
+	It("never writes a template status onto a new template of the same name", func(ctx SpecContext) {
+		ns := "ws-template-uid"
+		env.TemplateNamespace(ctx, ns)
+		web := fleettest.Deployment(ns, "web", 2)
+		Expect(env.Host.Create(ctx, web)).To(Succeed())
+		rb := scheduledBinding(ctx, web, 2, []string{"member1"})
+		old := web.DeepCopy()
+		member := fleettest.Deployment(ns, "web", 2)
+		Expect(env.Host.Delete(ctx, web)).To(Succeed())
+		web = fleettest.Deployment(ns, "web", 2)
+		Expect(env.Host.Create(ctx, web)).To(Succeed())
+		env.ExpectApplied(ctx, workOf(ctx, rb, "member1", member, renderedFrom(old)), metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		setMemberStatus(ctx, "member1", member, 2)
+		Eventually(func(g Gomega) []string { return env.EventReasons(ctx, g, rb) }).WithContext(ctx).
+			Should(ContainElement(workstatus.EventReasonTemplateStatusFailed))
+		env.Get(ctx, Default, web)
+		Expect(web.Status.ReadyReplicas).To(BeZero())
 	})
 })
