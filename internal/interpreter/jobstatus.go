@@ -49,7 +49,7 @@ func readJobMembers(items []workv1alpha2.AggregatedStatusItem, statuses []map[st
 			continue
 		}
 		if n, found, err := nestedInt64(s, "terminating"); err == nil && found {
-			m.terminating += max(n, 0)
+			m.terminating = clampCount(m.terminating + clampCount(n))
 			m.terminatingReported = true
 		}
 		for _, f := range []string{"startTime", "completionTime"} {
@@ -91,7 +91,12 @@ func readJobMembers(items []workv1alpha2.AggregatedStatusItem, statuses []map[st
 			if len(m.failing) == 1 {
 				m.failReason = c.reason
 			}
-			m.failedAt = earlierTime(m.failedAt, c.at)
+			// The member became a failure target first; Failed follows once its pods are gone.
+			at := target.at
+			if at == "" {
+				at = failed.at
+			}
+			m.failedAt = earlierTime(m.failedAt, at)
 		case isComplete:
 			m.completed = append(m.completed, name)
 			raw, _ := s["completionTime"].(string)
@@ -100,7 +105,11 @@ func readJobMembers(items []workv1alpha2.AggregatedStatusItem, statuses []map[st
 				at = complete.at
 			}
 			m.completion = laterTime(m.completion, at)
-			m.succeededAt = laterTime(m.succeededAt, complete.at)
+			at = met.at
+			if at == "" {
+				at = complete.at
+			}
+			m.succeededAt = laterTime(m.succeededAt, at)
 			m.finishedAt = laterTime(m.finishedAt, complete.at)
 		default:
 			m.complete, m.settled = false, false
@@ -137,7 +146,7 @@ func aggregateJob(template *unstructured.Unstructured, items []workv1alpha2.Aggr
 		"failed":    max(sums["failed"].(int64), prevCount(prev, "failed")),
 	}
 	if m.terminatingReported {
-		out["terminating"] = clampCount(m.terminating)
+		out["terminating"] = m.terminating
 	}
 
 	prevMet, prevComplete := conditionIsTrue(prev, jobSuccessCriteriaMet), conditionIsTrue(prev, jobComplete)
