@@ -77,6 +77,16 @@ func TestAggregateDeploymentConditions(t *testing.T) {
 				{type: FleetRolledOut, status: "True", reason: AllMembersRolledOut, message: Every member cluster has rolled out template generation 2}]`,
 		},
 		{
+			name: "a deadline exceeded before the member's controller saw its new spec does not count",
+			items: []workv1alpha2.AggregatedStatusItem{
+				raw(t, "m1", member(list(c(available, 1), c(progressed, 4)))),
+				raw(t, "m2", `{generation: 8, observedGeneration: 7, resourceTemplateGeneration: 2, resourceTemplateUID: t1, conditions: `+list(c(available, 3), c(timedOut, 2))+`}`),
+			},
+			want: `[{type: Available, status: "True", reason: MinimumReplicasAvailable, message: Deployment has minimum availability in every member cluster, lastTransitionTime: "2026-01-01T00:03:00Z"},
+				{type: Progressing, status: "True", reason: ReplicaSetUpdated, message: "Rolling out in: m2 (template generation 2 of 2 not yet observed by its controller)", lastTransitionTime: "2026-01-01T00:04:00Z"},
+				{type: FleetRolledOut, status: "False", reason: MembersBehind, message: "Behind: m2 (template generation 2 of 2 not yet observed by its controller)"}]`,
+		},
+		{
 			name: "members without conditions or status, times unknown",
 			items: []workv1alpha2.AggregatedStatusItem{
 				raw(t, "m1", member(`[{type: Available, status: "True"}, {type: Progressing, status: "True", reason: NewReplicaSetAvailable, lastTransitionTime: yesterday}]`)),

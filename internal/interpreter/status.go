@@ -193,8 +193,9 @@ func copyFields(status, out map[string]any, names ...string) map[string]any {
 //     Available condition is True; else False, MinimumReplicasUnavailable, the message
 //     naming each member that is not, with its condition's message.
 //   - Deployment: Progressing. When some member's Progressing reason is
-//     ProgressDeadlineExceeded: False, reason ProgressDeadlineExceeded, the message naming
-//     those members with their messages. Else, when the fleet has rolled out (FleetRolledOut
+//     ProgressDeadlineExceeded, and its controller has acted on its latest spec (see below):
+//     False, reason ProgressDeadlineExceeded, the message naming those members with their
+//     messages. Else, when the fleet has rolled out (FleetRolledOut
 //     True) and every member's Progressing reason is NewReplicaSetAvailable: True,
 //     NewReplicaSetAvailable. Else True, ReplicaSetUpdated, the message naming each member
 //     still rolling out and why.
@@ -211,23 +212,28 @@ func copyFields(status, out map[string]any, names ...string) map[string]any {
 //     member1 (status not collected yet)"); with no members False, reason NoMembers. It has
 //     no lastTransitionTime.
 //
-// Member conditions aggregated this way carry the latest lastTransitionTime among the
-// members' conditions of that type with the same status; none when no member gives one.
-// Messages name at most 30 members, each member's part cut to 200 bytes.
+// Without members, Available is False and Progressing True (ReplicaSetUpdated), both with
+// the message "No member clusters". Member conditions aggregated this way carry the latest
+// lastTransitionTime among the members' conditions of that type with the same status; none
+// when no member gives one. Messages name at most 30 members, each member's part cut to 200
+// bytes.
 //
 // Job: active, succeeded, failed and ready summed (ready no more than active), terminating
 // summed when a member reports it; startTime the earliest member's. Conditions, True only,
-// with the reason, message and lastTransitionTime (and lastProbeTime, equal to it) of the
-// fleet:
+// each with a reason, a message naming members, and a lastTransitionTime (and lastProbeTime,
+// equal to it) taken from the members' when they give one:
 //
 //   - When every member's Job is Complete, or has met its success criteria
 //     (SuccessCriteriaMet), and none has failed: SuccessCriteriaMet, reason
-//     CompletionsReached. Once every member's is Complete also Complete, with completionTime
-//     the latest member's, and active, ready and terminating 0.
+//     CompletionsReached, at the latest member's. Once every member's is Complete also
+//     Complete, CompletionsReached, with completionTime (and transition time) the latest
+//     member's completionTime, and active, ready and terminating 0.
 //   - When some member's Job has failed (Failed or FailureTarget True): FailureTarget, with
-//     the first failing member's reason, the message naming failing and running members.
-//     Once every member's Job has finished (Complete or Failed) also Failed, and active,
-//     ready and terminating 0.
+//     the first failing member's reason (MemberFailed when it has none), at the earliest
+//     member failure, the message naming failing and running members. Once every member's
+//     Job has finished (Complete or Failed) also Failed, same reason, at the latest member's
+//     finish, and active, ready and terminating 0. Until then (a member still running, or not
+//     collected) the Job is not Failed: Failed means no pod runs anywhere any more.
 //
 // Complete and Failed are never written together, nor SuccessCriteriaMet and FailureTarget;
 // completionTime only with Complete, never before startTime. A finished Job without a

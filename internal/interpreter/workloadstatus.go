@@ -215,7 +215,7 @@ func deploymentAvailable(items []workv1alpha2.AggregatedStatusItem, statuses []m
 }
 
 // deploymentProgressing is Progressing: False with ProgressDeadlineExceeded when a member's
-// rollout exceeded its deadline; else True with NewReplicaSetAvailable once the fleet has
+// current rollout exceeded its deadline; else True with NewReplicaSetAvailable once the fleet has
 // rolled out and every member's new ReplicaSet is available; else True with
 // ReplicaSetUpdated, naming the members still rolling out.
 func deploymentProgressing(template *unstructured.Unstructured, items []workv1alpha2.AggregatedStatusItem, statuses []map[string]any, rollouts []rollout) map[string]any {
@@ -224,7 +224,9 @@ func deploymentProgressing(template *unstructured.Unstructured, items []workv1al
 	for i, s := range statuses {
 		name := items[i].ClusterName
 		c, ok := findCondition(s, deploymentProgressingType)
-		if ok && c.reason == reasonProgressDeadlineExceeded {
+		// A deadline counts once the member's controller has acted on the member's latest
+		// spec; before, it is about a spec since replaced, and the rollout starts over.
+		if ok && c.reason == reasonProgressDeadlineExceeded && rollouts[i].ok {
 			exceeded = append(exceeded, memberNote(name, c.message))
 			exceededAt = laterTime(exceededAt, c.at)
 			continue
