@@ -129,12 +129,6 @@ func memberRollout(template *unstructured.Unstructured, item workv1alpha2.Aggreg
 	return r
 }
 
-// rolledOutGeneration returns the template generation one member has rolled out.
-func rolledOutGeneration(template *unstructured.Unstructured, item workv1alpha2.AggregatedStatusItem, status map[string]any) (int64, bool) {
-	r := memberRollout(template, item, status)
-	return r.generation, r.ok
-}
-
 // fleetObservedGeneration returns the template generation every member has rolled out, and
 // false when that is unknown. See AggregateStatus.
 func fleetObservedGeneration(template *unstructured.Unstructured, rollouts []rollout) (int64, bool) {
