@@ -41,6 +41,11 @@ var pvcBinderAnnotations = []string{
 	"volume.kubernetes.io/selected-node",
 }
 
+// JobManagedBy is the spec.managedBy the host gives held Jobs (a mutating admission policy
+// sets it), so that the host's Job controller leaves them to Flotilla. Prune removes it: in a
+// member the member's own Job controller must run the Job.
+const JobManagedBy = "flotilla.io/template"
+
 // jobGeneratedLabels are put on a Job's pod template with the selector the apiserver
 // generates for it.
 var jobGeneratedLabels = []string{
@@ -58,6 +63,8 @@ var jobGeneratedLabels = []string{
 //   - Job whose selector was generated (spec.manualSelector not true): spec.selector and the
 //     generated labels of the pod template (controller-uid, job-name and their
 //     batch.kubernetes.io/ forms).
+//   - Job: spec.managedBy when it is JobManagedBy, the host's hold; any other value is the
+//     user's and stays. CronJob: the same for spec.jobTemplate.spec.managedBy.
 //   - PersistentVolumeClaim: spec.volumeName and the host volume binder's annotations.
 //   - Pod: spec.nodeName.
 //
@@ -75,6 +82,8 @@ func (Interpreter) Prune(obj *unstructured.Unstructured) *unstructured.Unstructu
 		pruneService(out)
 	case jobKind:
 		pruneJob(out)
+	case cronJobKind:
+		pruneManagedBy(out, "spec", "jobTemplate", "spec", "managedBy")
 	case pvcKind:
 		unstructured.RemoveNestedField(out.Object, "spec", "volumeName")
 		deleteKeys(out.Object, pvcBinderAnnotations, "metadata", "annotations")
@@ -108,11 +117,19 @@ func isHeadless(svc *unstructured.Unstructured) bool {
 }
 
 func pruneJob(job *unstructured.Unstructured) {
+	pruneManagedBy(job, "spec", "managedBy")
 	if manual, _, _ := unstructured.NestedBool(job.Object, "spec", "manualSelector"); manual {
 		return
 	}
 	unstructured.RemoveNestedField(job.Object, "spec", "selector")
 	deleteKeys(job.Object, jobGeneratedLabels, "spec", "template", "metadata", "labels")
+}
+
+// pruneManagedBy removes the managedBy field at path when it is the host's hold.
+func pruneManagedBy(obj *unstructured.Unstructured, path ...string) {
+	if v, _, _ := unstructured.NestedFieldNoCopy(obj.Object, path...); v == JobManagedBy {
+		unstructured.RemoveNestedField(obj.Object, path...)
+	}
 }
 
 // deleteKeys deletes keys from the map at path, and the map itself when it is left empty.

@@ -48,21 +48,30 @@ var counters = map[schema.GroupKind][]string{
 // jobCounters are the integer status fields of a Job summed across members.
 var jobCounters = []string{"active", "succeeded", "failed", "ready"}
 
+// jobReflectedInts are the integer status fields of a Job that ReflectStatus keeps.
+var jobReflectedInts = append(slices.Clone(jobCounters), "terminating")
+
 // ReflectStatus returns the part of a member object's status worth sending back to the host,
 // as JSON:
 //
 //   - Deployment, StatefulSet, ReplicaSet, DaemonSet, PodDisruptionBudget: the replica
-//     counters, plus generation, observedGeneration, resourceTemplateGeneration and
-//     resourceTemplateUID (see GenerationField and the others), which say which spec of
-//     which template the status describes.
-//   - Job: active, succeeded, failed, ready, startTime, completionTime, conditions.
+//     counters present (see counters); generation, observedGeneration,
+//     resourceTemplateGeneration and resourceTemplateUID (see GenerationField and the
+//     others), which say which spec of which template the status describes; and conditions,
+//     each with only those of type, status, reason, message and lastTransitionTime that are
+//     non-empty strings. Other condition fields (lastUpdateTime, lastProbeTime,
+//     observedGeneration) change without the condition changing; conditions without a type
+//     are dropped.
+//   - Job: active, succeeded, failed, ready, terminating, startTime, completionTime and
+//     conditions (whole).
 //   - CronJob: lastScheduleTime, lastSuccessfulTime.
 //   - Pod: phase, reason, message. PersistentVolumeClaim: phase, capacity.
 //   - Service and Ingress: loadBalancer.
 //   - ConfigMap, Secret: nothing (nil).
 //   - Any other kind: the whole status; nil when there is none.
 //
-// A counter or field of the wrong type is an error naming it.
+// A counter or field of the wrong type (conditions that are not a list included) is an error
+// naming it.
 func (Interpreter) ReflectStatus(obj *unstructured.Unstructured) (*runtime.RawExtension, error) {
 	reflected, err := reflectedStatus(obj)
 	if err != nil || reflected == nil {
@@ -90,11 +99,14 @@ func reflectedStatus(obj *unstructured.Unstructured) (map[string]any, error) {
 		if err := reflectGenerations(obj, status, out); err != nil {
 			return nil, err
 		}
+		if err := reflectConditions(status, out); err != nil {
+			return nil, err
+		}
 		return out, nil
 	}
 	switch gk {
 	case jobKind:
-		out, err := pickInts(status, jobCounters)
+		out, err := pickInts(status, jobReflectedInts)
 		if err != nil {
 			return nil, err
 		}
@@ -164,22 +176,87 @@ func copyFields(status, out map[string]any, names ...string) map[string]any {
 }
 
 // AggregateStatus adds up the members' reflected statuses into a status for the template,
-// the way the template's own controller would report it for the whole fleet:
+// meant to be written whole as the template's status on the host, so that kubectl, Argo CD
+// and other clients judge the fleet as they would judge one cluster's object. It needs of the
+// template only its kind, metadata.uid and metadata.generation, and for a Job its current
+// status (see below); never its spec. The result depends only on its input, map key order
+// aside, so equal input gives equal output. Times are written as the apiserver writes them
+// (UTC, whole seconds).
 //
-//   - Deployment, StatefulSet, ReplicaSet, DaemonSet, PodDisruptionBudget: counters summed,
-//     and observedGeneration the template generation the whole fleet has rolled out (see
-//     below).
-//   - Job: counters summed; startTime the earliest; completionTime the latest, once every
-//     member has one; a Failed condition when any member failed, else a Complete condition
-//     when every member completed.
-//   - CronJob: the latest lastScheduleTime and lastSuccessfulTime.
-//   - Pod: phase Succeeded when every member's pod succeeded, else the first of Failed,
-//     Unknown, Pending, Running that any member is in (a member without a phase is Pending).
-//     PersistentVolumeClaim: Bound when every member's is, else Lost if any is, else Pending.
-//   - Service, Ingress: loadBalancer.ingress of every member, in item order, without
-//     duplicates.
-//   - ConfigMap, Secret and any other kind: nil, no aggregated status; each member's
-//     reflected status stays readable in its item.
+// Deployment, StatefulSet, ReplicaSet, DaemonSet, PodDisruptionBudget: the counters summed
+// (each sum kept within 0 and the int32 maximum; for Deployment, StatefulSet and ReplicaSet
+// the counters that the apiserver wants no greater than replicas are held to it, and
+// availableReplicas to readyReplicas), observedGeneration the template generation the whole
+// fleet has rolled out (see below), and conditions, in this order:
+//
+//   - Deployment: Available, True with reason MinimumReplicasAvailable when every member's
+//     Available condition is True; else False, MinimumReplicasUnavailable, the message
+//     naming each member that is not, with its condition's message.
+//   - Deployment: Progressing. When some member's Progressing reason is
+//     ProgressDeadlineExceeded, and its controller has acted on its latest spec (see below):
+//     False, reason ProgressDeadlineExceeded, the message naming those members with their
+//     messages. Else, when the fleet has rolled out (FleetRolledOut
+//     True) and every member's Progressing reason is NewReplicaSetAvailable: True,
+//     NewReplicaSetAvailable. Else True, ReplicaSetUpdated, the message naming each member
+//     still rolling out and why.
+//   - Deployment, ReplicaSet: ReplicaFailure, True when some member's is True, with the
+//     first such member's reason and a message naming each; left out otherwise.
+//   - PodDisruptionBudget: DisruptionAllowed, True (SufficientPods) when every member's is
+//     True; else False, SyncFailed when a member's is, else InsufficientPods, naming the
+//     members. Left out while some member has not reported it, and when no member gives it
+//     a lastTransitionTime, which the apiserver requires on these conditions.
+//   - Deployment, StatefulSet, ReplicaSet, DaemonSet: FleetRolledOut (ConditionFleetRolledOut),
+//     True with reason AllMembersRolledOut when every member has rolled out the template's
+//     current generation; else False, reason MembersBehind, the message naming, in item
+//     order, each member behind and why ("Behind: member2 (at template generation 3 of 4),
+//     member1 (status not collected yet)"); with no members False, reason NoMembers. It has
+//     no lastTransitionTime.
+//
+// Without members, Available is False and Progressing True (ReplicaSetUpdated), both with
+// the message "No member clusters". Member conditions aggregated this way carry the latest
+// lastTransitionTime among the members' conditions of that type with the same status; none
+// when no member gives one. Messages name at most 30 members, each member's part cut to 200
+// bytes.
+//
+// Job: active, succeeded, failed and ready summed (ready no more than active), terminating
+// summed when a member reports it; startTime the earliest member's. Conditions, True only,
+// each with a reason, a message naming members, and a lastTransitionTime (and lastProbeTime,
+// equal to it) taken from the members' when they give one:
+//
+//   - When every member's Job is Complete, or has met its success criteria
+//     (SuccessCriteriaMet), and none has failed: SuccessCriteriaMet, reason
+//     CompletionsReached, at the latest member's. Once every member's is Complete also
+//     Complete, CompletionsReached, with completionTime (and transition time) the latest
+//     member's completionTime, and active, ready and terminating 0.
+//   - When some member's Job has failed (Failed or FailureTarget True): FailureTarget, with
+//     the first failing member's reason (MemberFailed when it has none), at the earliest
+//     member failure, the message naming failing and running members. Once every member's
+//     Job has finished (Complete or Failed) also Failed, same reason, at the latest member's
+//     finish, and active, ready and terminating 0. Until then (a member still running, or not
+//     collected) the Job is not Failed: Failed means no pod runs anywhere any more.
+//
+// Complete and Failed are never written together, nor SuccessCriteriaMet and FailureTarget;
+// completionTime only with Complete, never before startTime. A finished Job without a
+// startTime from any member gets the earliest time a member reports instead; without any,
+// it is not marked finished. The apiserver (1.31 and later) rejects a Job status update that
+// decreases succeeded or failed, removes a True Complete, Failed, FailureTarget or
+// SuccessCriteriaMet condition, or changes a startTime or completionTime once set. So when the
+// template carries a status, which for a Job held by the host (spec.managedBy JobManagedBy) is
+// the one Flotilla last wrote, the result keeps to it: counters no lower than its own, those
+// conditions kept (with their transition times; Complete is not given SuccessCriteriaMet
+// afterwards), startTime and completionTime kept, and a finished Job stays finished with 0
+// active pods. Applying AggregateStatus again to its own result gives the same result.
+//
+// CronJob: the latest lastScheduleTime and lastSuccessfulTime.
+//
+// Pod: phase Succeeded when every member's pod succeeded, else the first of Failed, Unknown,
+// Pending, Running that any member is in (a member without a phase is Pending).
+// PersistentVolumeClaim: Bound when every member's is, else Lost if any is, else Pending.
+//
+// Service, Ingress: loadBalancer.ingress of every member, in item order, without duplicates.
+//
+// ConfigMap, Secret and any other kind: nil, no aggregated status; each member's reflected
+// status stays readable in its item.
 //
 // Items without a status are skipped in sums. The error reports an item whose status is not
 // a JSON object, naming its cluster.
@@ -194,24 +271,19 @@ func copyFields(status, out map[string]any, names ...string) map[string]any {
 // It equals the template's generation only once the whole fleet has rolled it out, so a
 // stale member status, or one not yet collected, never makes a new generation look rolled
 // out. It is left out when any member has not rolled out anything knowable, and when there
-// are no members. The template's own status is not consulted: on the host it belongs to the
-// host's controllers, which observe the template without running it.
+// are no members. The template's own status is not consulted for it.
 func (Interpreter) AggregateStatus(template *unstructured.Unstructured, items []workv1alpha2.AggregatedStatusItem) (map[string]any, error) {
 	statuses, err := decodeItems(items)
 	if err != nil {
 		return nil, err
 	}
 	gk := groupKind(template)
-	if names, ok := counters[gk]; ok {
-		status := sumInts(statuses, names)
-		if g, ok := fleetObservedGeneration(template, items, statuses); ok {
-			status[ObservedGenerationField] = g
-		}
-		return status, nil
+	if _, ok := counters[gk]; ok {
+		return aggregateWorkload(gk, template, items, statuses), nil
 	}
 	switch gk {
 	case jobKind:
-		return aggregateJob(statuses), nil
+		return aggregateJob(template, items, statuses), nil
 	case cronJobKind:
 		return aggregateTimes(statuses, latest, "lastScheduleTime", "lastSuccessfulTime"), nil
 	case podKind:
@@ -240,107 +312,20 @@ func decodeItems(items []workv1alpha2.AggregatedStatusItem) ([]map[string]any, e
 	return out, nil
 }
 
-// sumInts sums integer fields over the statuses; a field of the wrong type counts as 0.
+// sumInts sums integer fields over the statuses, each as an int64 within the range of the
+// int32 status fields; a field of the wrong type, or negative, counts as 0.
 func sumInts(statuses []map[string]any, names []string) map[string]any {
 	out := make(map[string]any, len(names))
 	for _, name := range names {
 		var sum int64
 		for _, s := range statuses {
 			if n, _, err := nestedInt64(s, name); err == nil {
-				sum += n
+				sum = clampCount(sum + clampCount(n))
 			}
 		}
 		out[name] = sum
 	}
 	return out
-}
-
-// fleetObservedGeneration returns the template generation every member has rolled out, and
-// false when that is unknown. See AggregateStatus.
-func fleetObservedGeneration(template *unstructured.Unstructured, items []workv1alpha2.AggregatedStatusItem, statuses []map[string]any) (int64, bool) {
-	if len(items) == 0 {
-		return 0, false
-	}
-	least := template.GetGeneration()
-	for i, s := range statuses {
-		g, ok := rolledOutGeneration(template, items[i], s)
-		if !ok {
-			return 0, false
-		}
-		least = min(least, g)
-	}
-	return least, true
-}
-
-// rolledOutGeneration returns the template generation one member has rolled out.
-func rolledOutGeneration(template *unstructured.Unstructured, item workv1alpha2.AggregatedStatusItem, status map[string]any) (int64, bool) {
-	if !item.Applied || status == nil {
-		return 0, false
-	}
-	if uid, _ := status[ResourceTemplateUIDField].(string); uid != "" && template.GetUID() != "" && uid != string(template.GetUID()) {
-		return 0, false
-	}
-	tg, found, err := nestedInt64(status, ResourceTemplateGenerationField)
-	if err != nil || !found || tg > template.GetGeneration() {
-		return 0, false // a generation ahead of the template's is from a template since deleted
-	}
-	g, _, err := nestedInt64(status, GenerationField)
-	if err != nil {
-		return 0, false
-	}
-	observed, found, err := nestedInt64(status, ObservedGenerationField)
-	if err != nil || !found || observed < g {
-		return 0, false
-	}
-	return tg, true
-}
-
-func aggregateJob(statuses []map[string]any) map[string]any {
-	out := sumInts(statuses, jobCounters)
-	for k, v := range aggregateTimes(statuses, earliest, "startTime") {
-		out[k] = v
-	}
-	if everyHas(statuses, "completionTime") {
-		for k, v := range aggregateTimes(statuses, latest, "completionTime") {
-			out[k] = v
-		}
-	}
-	if c := jobCondition(statuses); c != nil {
-		out["conditions"] = []any{c}
-	}
-	return out
-}
-
-// jobCondition returns the fleet's Failed or Complete condition, nil when neither holds.
-// Its transition time is the latest of the members' for that condition.
-func jobCondition(statuses []map[string]any) map[string]any {
-	var failed []int
-	complete := len(statuses) > 0
-	var failedAt, completeAt string
-	for i, s := range statuses {
-		if at, ok := conditionTrue(s, "Failed"); ok {
-			failed = append(failed, i)
-			failedAt = later(failedAt, at)
-		}
-		at, ok := conditionTrue(s, "Complete")
-		complete = complete && ok
-		completeAt = later(completeAt, at)
-	}
-	switch {
-	case len(failed) > 0:
-		return condition("Failed", "JobFailed", fmt.Sprintf("Job failed in %d of %d member clusters", len(failed), len(statuses)), failedAt)
-	case complete:
-		return condition("Complete", "Completed", "Job completed in every member cluster", completeAt)
-	}
-	return nil
-}
-
-func condition(conditionType, reason, message, at string) map[string]any {
-	c := map[string]any{"type": conditionType, "status": "True", "reason": reason, "message": message}
-	if at != "" {
-		c["lastTransitionTime"] = at
-	}
-	return c
 }
 
 // conditionTrue reports whether a status has the condition with status True, and its
@@ -358,27 +343,13 @@ func conditionTrue(status map[string]any, conditionType string) (string, bool) {
 	return "", false
 }
 
-// everyHas reports whether there are statuses and each has the field.
-func everyHas(statuses []map[string]any, name string) bool {
-	if len(statuses) == 0 {
-		return false
-	}
-	for _, s := range statuses {
-		if _, ok := s[name].(string); !ok {
-			return false
-		}
-	}
-	return true
-}
-
 // pick chooses between two RFC 3339 times.
 type pick func(a, b time.Time) bool
 
-func earliest(a, b time.Time) bool { return a.Before(b) }
-func latest(a, b time.Time) bool   { return a.After(b) }
+func latest(a, b time.Time) bool { return a.After(b) }
 
-// aggregateTimes picks, for each field, one RFC 3339 time among the members'; unparsable
-// times are skipped.
+// aggregateTimes picks, for each field, one RFC 3339 time among the members', in canonical
+// form (see canonicalTime); unparsable times are skipped.
 func aggregateTimes(statuses []map[string]any, better pick, names ...string) map[string]any {
 	out := map[string]any{}
 	for _, name := range names {
@@ -395,23 +366,10 @@ func aggregateTimes(statuses []map[string]any, better pick, names ...string) map
 			}
 		}
 		if bestRaw != "" {
-			out[name] = bestRaw
+			out[name], _ = canonicalTime(bestRaw)
 		}
 	}
 	return out
-}
-
-// later returns the later of two RFC 3339 times; an unparsable one loses.
-func later(a, b string) string {
-	ta, errA := time.Parse(time.RFC3339, a)
-	tb, errB := time.Parse(time.RFC3339, b)
-	switch {
-	case errB != nil:
-		return a
-	case errA != nil || tb.After(ta):
-		return b
-	}
-	return a
 }
 
 // aggregatePhase returns the fleet's phase: whole when every member is in it; otherwise
