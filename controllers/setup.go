@@ -143,7 +143,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		}
 		if err := (&workstatus.AggregateReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("binding-status-controller"), NewBinding: nb,
-			Interpreter: interp,
+			Interpreter: interp, APIReader: mgr.GetAPIReader(),
 		}).SetupWithManager(mgr, o.Workers); err != nil {
 			return nil, err
 		}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -55,6 +56,9 @@ type AggregateReconciler struct {
 	NewBinding func() client.Object
 	// Interpreter computes templates' status; nil leaves templates' status alone.
 	Interpreter TemplateStatusInterpreter
+	// APIReader reads a Job template before its status is written: a Job's status may only
+	// move forward (counters, conditions, times), so it is aggregated onto the current one.
+	APIReader client.Reader
 
 	// written is, by binding, the template status last written (with the template's UID),
 	// so that a status that changes nothing is not written again. A restart forgets it and
@@ -166,6 +170,21 @@ func (r *AggregateReconciler) writeTemplateStatus(ctx context.Context, key types
 	tmpl.SetName(spec.Resource.Name)
 	tmpl.SetUID(spec.Resource.UID)
 	tmpl.SetGeneration(renderedGeneration(works))
+	if tmpl.GroupVersionKind().GroupKind() == jobKind {
+		if r.APIReader == nil {
+			return nil
+		}
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(tmpl.GroupVersionKind())
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: tmpl.GetNamespace(), Name: tmpl.GetName()}, cur); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if m, _, _ := unstructured.NestedString(cur.Object, "spec", "managedBy"); cur.GetUID() != spec.Resource.UID ||
+			(m != "" && m != wellknown.JobManagedBy) {
+			return nil // another Job of the same name, or one another controller manages
+		}
+		tmpl = cur
+	}
 	status, err := r.Interpreter.AggregateStatus(tmpl, items)
 	if err != nil {
 		r.Recorder.Eventf(rb, nil, corev1.EventTypeWarning, EventReasonTemplateStatusFailed, "Aggregate",
@@ -202,6 +221,8 @@ func (r *AggregateReconciler) writeTemplateStatus(ctx context.Context, key types
 	r.written.Store(key, memo)
 	return nil
 }
+
+var jobKind = schema.GroupKind{Group: "batch", Kind: "Job"}
 
 // renderedGeneration is the newest template generation rendered into the Works (their
 // first manifest's resourcetemplate.karmada.io/generation annotation); 0 when unknown.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -251,6 +253,8 @@ var _ = Describe("The fleet's status on the template", func() {
 			g.Expect(web.Status.ReadyReplicas).To(BeEquivalentTo(4))
 			g.Expect(web.Status.AvailableReplicas).To(BeEquivalentTo(4))
 			g.Expect(web.Status.ObservedGeneration).To(Equal(web.Generation))
+			g.Expect(web.Status.Conditions).To(ContainElement(And(
+				HaveField("Type", appsv1.DeploymentConditionType("FleetRolledOut")), HaveField("Status", corev1.ConditionTrue))))
 			for _, f := range web.ManagedFields {
 				if f.Subresource == "status" {
 					g.Expect(f.Manager).To(Equal(workstatus.TemplateStatusFieldOwner))
@@ -286,5 +290,56 @@ var _ = Describe("The fleet's status on the template", func() {
 			Should(ContainElement(workstatus.EventReasonTemplateStatusFailed))
 		env.Get(ctx, Default, web)
 		Expect(web.Status.ReadyReplicas).To(BeZero())
+	})
+})
+
+var _ = Describe("The fleet's Job status on the template", func() {
+	It("says Complete once every member's Job completed, in a status the apiserver accepts", func(ctx SpecContext) {
+		ns := "ws-job"
+		env.TemplateNamespace(ctx, ns)
+		job := func() *batchv1.Job {
+			return &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "batch"},
+				Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "c", Image: fleettest.Image}}}}}}
+		}
+		tmpl := job()
+		Expect(env.Host.Create(ctx, tmpl)).To(Succeed())
+		rb := scheduledBinding(ctx, tmpl, 0, both)
+		for _, c := range both {
+			env.ExpectApplied(ctx, workOf(ctx, rb, c, job(), renderedFrom(tmpl)), metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		}
+		complete := func(cluster string, at time.Time) {
+			GinkgoHelper()
+			cur := &batchv1.Job{}
+			Expect(env.Members[cluster].Get(ctx, client.ObjectKey{Namespace: ns, Name: "batch"}, cur)).To(Succeed())
+			start, done := metav1.NewTime(at.Add(-time.Minute)), metav1.NewTime(at)
+			cur.Status = batchv1.JobStatus{StartTime: &start, CompletionTime: &done, Succeeded: 1,
+				Conditions: []batchv1.JobCondition{
+					{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, Reason: "CompletionsReached", LastTransitionTime: done},
+					{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, Reason: "CompletionsReached", LastTransitionTime: done},
+				}}
+			Expect(env.Members[cluster].Status().Update(ctx, cur)).To(Succeed())
+		}
+		now := time.Now().Truncate(time.Second)
+		complete("member1", now)
+		Consistently(func(g Gomega) {
+			env.Get(ctx, g, tmpl)
+			for _, c := range tmpl.Status.Conditions {
+				g.Expect(c.Type).NotTo(Equal(batchv1.JobComplete), "member2 has not completed")
+			}
+		}).WithContext(ctx).Should(Succeed())
+		complete("member2", now.Add(time.Second))
+		Eventually(func(g Gomega) {
+			env.Get(ctx, g, tmpl)
+			g.Expect(tmpl.Status.Succeeded).To(BeEquivalentTo(2))
+			g.Expect(tmpl.Status.CompletionTime).NotTo(BeNil())
+			var complete bool
+			for _, c := range tmpl.Status.Conditions {
+				complete = complete || (c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue)
+			}
+			g.Expect(complete).To(BeTrue())
+		}).WithContext(ctx).Should(Succeed())
+		Expect(env.EventReasons(ctx, Default, rb)).NotTo(ContainElement(workstatus.EventReasonTemplateStatusFailed))
 	})
 })

@@ -44,7 +44,7 @@ var pvcBinderAnnotations = []string{
 // JobManagedBy is the spec.managedBy the host gives held Jobs (a mutating admission policy
 // sets it), so that the host's Job controller leaves them to Flotilla. Prune removes it: in a
 // member the member's own Job controller must run the Job.
-const JobManagedBy = "flotilla.io/template"
+const JobManagedBy = wellknown.JobManagedBy
 
 // jobGeneratedLabels are put on a Job's pod template with the selector the apiserver
 // generates for it.

@@ -57,7 +57,9 @@ type Env struct {
 // StartFleet starts a host with its own controller-manager and the given members, with the
 // CRDs installed in the host.
 func StartFleet(ctx context.Context, members []localcluster.MemberOptions, log io.Writer) (*Env, error) {
-	return StartFleetWith(ctx, localcluster.Options{ControllerManager: true}, members, log)
+	return StartFleetWith(ctx, localcluster.Options{ControllerManager: true, ExtraControllerManagerArgs: []string{
+		"--controllers=" + localcluster.ControllerManagerControllersWithVolumeBinder,
+	}}, members, log)
 }
 
 // StartFleetWith starts a fleet with the given host options.
