@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -98,6 +99,16 @@ var _ = Describe("The template tells the truth", Ordered, func() {
 				Placement: policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1"}}},
 			}})).To(Succeed())
 
+		// The apiserver enforces the hold's policies for a new namespace a moment after it is
+		// labelled; a Job created before that would not get its spec.managedBy.
+		start := time.Now()
+		Eventually(func(g Gomega) {
+			probe := fleettest.HostControllerTemplates(ns)[5].(*batchv1.Job)
+			g.Expect(env.Host.Create(ctx, probe, client.DryRunAll)).To(Succeed())
+			g.Expect(probe.Spec.ManagedBy).To(HaveValue(Equal(wellknown.JobManagedBy)))
+		}).WithContext(ctx).WithPolling(100 * time.Millisecond).Should(Succeed())
+		GinkgoWriter.Printf("the hold's Job policy applies to %s %s after it was labelled\n", ns, time.Since(start).Round(time.Millisecond))
+
 		app = deploymentTemplate(ns, "app", 5)
 		app.SetGroupVersionKind(deploymentGVK)
 		templates = fleettest.HostControllerTemplates(ns)
@@ -145,6 +156,11 @@ var _ = Describe("The template tells the truth", Ordered, func() {
 
 	It("a Job shows its members' completions and Complete", func(ctx SpecContext) {
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "batch"}}
+		maps := &admissionv1.MutatingAdmissionPolicyList{}
+		Expect(env.Host.List(ctx, maps)).To(Succeed())
+		mbs := &admissionv1.MutatingAdmissionPolicyBindingList{}
+		Expect(env.Host.List(ctx, mbs)).To(Succeed())
+		GinkgoWriter.Printf("DEBUG MAPs %d bindings %d\n", len(maps.Items), len(mbs.Items))
 		Eventually(func(g Gomega) {
 			g.Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
 			g.Expect(job.Spec.ManagedBy).To(HaveValue(Equal(wellknown.JobManagedBy)))
