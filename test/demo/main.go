@@ -178,6 +178,9 @@ func (d *demo) weightedPipy(ctx context.Context) error {
 	if err := d.wait(ctx, "1/1 ready on three members", d.readyCounts("default", "pipy", []int32{1, 1, 1})); err != nil {
 		return err
 	}
+	if err := d.wait(ctx, "the template on the host reads the fleet's 3/3 (kubectl get deploy pipy)", d.hostReady("default", "pipy", 3)); err != nil {
+		return err
+	}
 	d.table(ctx, "default", "pipy")
 
 	step("Apply client.yaml (Deployment curl, pinned to member3).")
@@ -234,7 +237,24 @@ func (d *demo) table(ctx context.Context, ns, name string) {
 		fmt.Fprintf(w, "   %s\t%s\t%d/%d\t%s\t%s\n", m, name, dep.Status.ReadyReplicas, ptr.Deref(dep.Spec.Replicas, 1),
 			dep.Spec.Template.Spec.Containers[0].Image, strings.Join(labels, ","))
 	}
+	tmpl := &appsv1.Deployment{}
+	if err := d.host.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, tmpl); err == nil {
+		fmt.Fprintf(w, "   host (template: the fleet)\t%s\t%d/%d\t%s\t\n", name, tmpl.Status.ReadyReplicas, ptr.Deref(tmpl.Spec.Replicas, 1),
+			tmpl.Spec.Template.Spec.Containers[0].Image)
+	}
 	_ = w.Flush()
+}
+
+// hostReady is true once the template on the host reports the fleet's ready replicas, for
+// its current generation.
+func (d *demo) hostReady(ns, name string, want int32) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		dep := &appsv1.Deployment{}
+		if err := d.host.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, dep); err != nil {
+			return false, nil
+		}
+		return dep.Status.ReadyReplicas == want && dep.Status.ObservedGeneration == dep.Generation, nil
+	}
 }
 
 func (d *demo) services(ctx context.Context, ns, name string) {
