@@ -215,15 +215,23 @@ var _ = Describe("Host hold", func() {
 		Eventually(func(g Gomega) {
 			events := &corev1.EventList{}
 			g.Expect(env.Host.List(ctx, events, client.InNamespace(ns))).To(Succeed())
-			var failed []string
+			var denied []string
 			for _, e := range events.Items {
-				if e.Reason == "FailedCreate" {
-					failed = append(failed, e.InvolvedObject.Kind+": "+e.Message)
+				if e.Type == corev1.EventTypeWarning {
+					denied = append(denied, e.InvolvedObject.Kind+": "+e.Message)
 				}
 			}
-			g.Expect(failed).To(ContainElement(And(HavePrefix("Job:"), ContainSubstring(wellknown.PropagationLabel))))
-			g.Expect(failed).To(ContainElement(And(HavePrefix("StatefulSet:"), ContainSubstring(wellknown.PropagationLabel))))
+			g.Expect(denied).To(ContainElement(And(HavePrefix("Deployment:"), ContainSubstring(wellknown.PropagationLabel))))
 		}).WithContext(ctx).Should(Succeed())
+		// The StatefulSet controller stops at its first step, the ControllerRevision (denied; it
+		// records no event for that).
+		Expect(count(ctx, &appsv1.ControllerRevisionList{}, ns)).To(BeZero())
+		Expect(count(ctx, &appsv1.ControllerRevisionList{}, plain)).To(BeNumerically(">", 0))
+		// The host's Job controller leaves the held Job alone: the hold gave it spec.managedBy.
+		held := &batchv1.Job{}
+		Expect(env.Host.Get(ctx, client.ObjectKey{Namespace: ns, Name: "once"}, held)).To(Succeed())
+		Expect(held.Spec.ManagedBy).To(HaveValue(Equal(wellknown.JobManagedBy)))
+		Expect(held.Status.StartTime).To(BeNil(), "the host's Job controller started the held Job")
 
 		// CronJobs make Jobs at most once a minute; ask the policy directly, as the CronJob
 		// controller would.
