@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,7 +35,7 @@ type HeldReconciler struct {
 	Recorder events.EventRecorder
 
 	mu   sync.Mutex
-	told map[types.UID]bool // namespaces told they are still held, by this process
+	told map[string]bool // namespaces told they are still held, by this process
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;patch
@@ -44,9 +44,13 @@ type HeldReconciler struct {
 func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.setTold(req.Name, false)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if ns.DeletionTimestamp != nil || isSystem(ns.Name) {
+		r.setTold(ns.Name, false)
 		return ctrl.Result{}, nil
 	}
 	optedIn := ns.Labels[wellknown.PropagationLabel] == wellknown.PropagationEnabled
@@ -60,32 +64,32 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		r.Recorder.Eventf(ns, nil, corev1.EventTypeNormal, EventReasonHeld, "Hold",
 			"Templates in this namespace run only on member clusters; the host's controllers are kept off them. Label %s=%s keeps them held even when %s is removed",
 			wellknown.HeldLabel, wellknown.HeldTrue, wellknown.PropagationLabel)
-		r.setTold(ns.UID, false)
+		r.setTold(ns.Name, false)
 	case !optedIn && held:
-		if r.setTold(ns.UID, true) {
+		if r.setTold(ns.Name, true) {
 			r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, EventReasonStillHeld, "Hold",
 				"Propagation is off (%s is not %q), and the templates here stay held: the host's controllers do not run them. To let the host run them, remove the label %s",
 				wellknown.PropagationLabel, wellknown.PropagationEnabled, wellknown.HeldLabel)
 		}
 	default:
-		r.setTold(ns.UID, false)
+		r.setTold(ns.Name, false)
 	}
 	return ctrl.Result{}, nil
 }
 
 // setTold records whether the namespace was told it is still held, and returns whether that
 // is news.
-func (r *HeldReconciler) setTold(uid types.UID, told bool) bool {
+func (r *HeldReconciler) setTold(name string, told bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.told == nil {
-		r.told = map[types.UID]bool{}
+		r.told = map[string]bool{}
 	}
-	was := r.told[uid]
+	was := r.told[name]
 	if told {
-		r.told[uid] = true
+		r.told[name] = true
 	} else {
-		delete(r.told, uid)
+		delete(r.told, name)
 	}
 	return told && !was
 }

@@ -296,9 +296,13 @@ func celList(ids []string) string {
 
 // HoldPolicy is the ValidatingAdmissionPolicy of the host hold; ids are the host controllers.
 func HoldPolicy(ids []string) *admissionv1ac.ValidatingAdmissionPolicyApplyConfiguration {
+	// Namespaced only: a binding's namespace selector never exempts cluster-scoped objects
+	// (Nodes, PersistentVolumes, CertificateSigningRequests), which host controllers must
+	// keep writing.
 	rule := func(op admissionv1.OperationType, group string, resources ...string) *admissionv1ac.NamedRuleWithOperationsApplyConfiguration {
 		return admissionv1ac.NamedRuleWithOperations().
-			WithOperations(op).WithAPIGroups(group).WithAPIVersions("*").WithResources(resources...)
+			WithOperations(op).WithAPIGroups(group).WithAPIVersions("*").WithResources(resources...).
+			WithScope(admissionv1.NamespacedScope)
 	}
 	create, update := admissionv1.OperationType(admissionv1.Create), admissionv1.OperationType(admissionv1.Update)
 	exclude := func(group string, resources ...string) *admissionv1ac.NamedRuleWithOperationsApplyConfiguration {
@@ -329,10 +333,16 @@ func HoldPolicy(ids []string) *admissionv1ac.ValidatingAdmissionPolicyApplyConfi
 					exclude("events.k8s.io", "events"),
 					exclude("coordination.k8s.io", "leases"),
 				)).
-			// Updates by anyone else (users, Flotilla itself) skip the policy at once.
-			WithMatchConditions(admissionv1ac.MatchCondition().
-				WithName("creates-or-host-controllers").
-				WithExpression("request.operation == 'CREATE' || request.userInfo.username in "+celList(ids))).
+			WithMatchConditions(
+				// Belt and braces to the rules' scope: a request without a namespace (the key is
+				// absent, not empty) is never held.
+				admissionv1ac.MatchCondition().
+					WithName("namespaced").
+					WithExpression("has(request.namespace) && request.namespace != ''"),
+				// Updates by anyone else (users, Flotilla itself) skip the policy at once.
+				admissionv1ac.MatchCondition().
+					WithName("creates-or-host-controllers").
+					WithExpression("request.operation == 'CREATE' || request.userInfo.username in "+celList(ids))).
 			WithVariables(
 				admissionv1ac.Variable().WithName("create").WithExpression("request.operation == 'CREATE'"),
 				// The request has no subResource key at all for the main resource.

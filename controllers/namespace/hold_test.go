@@ -53,7 +53,7 @@ func expectHold(ctx context.Context) {
 			g.Expect(p.Spec.Validations[i].Message).To(Equal(*v.Message))
 		}
 		g.Expect(p.Spec.MatchConstraints.ResourceRules).To(HaveLen(len(want.Spec.MatchConstraints.ResourceRules)))
-		g.Expect(p.Spec.MatchConditions).To(HaveLen(1))
+		g.Expect(p.Spec.MatchConditions).To(HaveLen(len(want.Spec.MatchConditions)))
 		g.Expect(p.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "flotilla"))
 
 		for _, wb := range namespace.HoldBindings() {
@@ -298,6 +298,36 @@ var _ = Describe("Host controllers in a held namespace", Ordered, func() {
 		cm.Finalizers = nil
 		Expect(kcm.Patch(ctx, cm, patch)).To(Succeed())
 		Expect(kcm.Delete(ctx, cm)).To(Succeed())
+	})
+
+	// Regression: a binding's namespace selector never exempts cluster-scoped objects, so the
+	// first version of these rules denied the shared identity's Node, PersistentVolume and
+	// CertificateSigningRequest status writes across the whole host.
+	It("leave host controllers' writes to cluster-scoped objects alone", func(ctx SpecContext) {
+		pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "hold-scope"},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+				AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/hold-scope"}},
+				StorageClassName:       "manual",
+			}}
+		Expect(env.Host.Create(ctx, pv)).To(Succeed())
+		kcm := as("system:kube-controller-manager")
+		Eventually(func(g Gomega) {
+			cur := &corev1.PersistentVolume{}
+			g.Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(pv), cur)).To(Succeed())
+			cur.Status.Message = "written by the host's volume binder"
+			g.Expect(kcm.Status().Update(ctx, cur)).To(Succeed())
+			patch := client.MergeFrom(cur.DeepCopy())
+			cur.Finalizers = append(cur.Finalizers, "example.com/host-controller")
+			g.Expect(kcm.Patch(ctx, cur, patch)).To(Succeed())
+		}).WithContext(ctx).Should(Succeed())
+		cur := &corev1.PersistentVolume{}
+		Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(pv), cur)).To(Succeed())
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Finalizers = nil
+		Expect(env.Host.Patch(ctx, cur, patch)).To(Succeed())
+		Expect(env.Host.Delete(ctx, cur)).To(Succeed())
 	})
 
 	It("keep quota working", func(ctx SpecContext) {
