@@ -155,7 +155,9 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // whole, when it differs from what was last written. The template is not read: its UID is
 // the binding's, and its generation the newest one rendered into a Work (a template edited
 // since shows a generation its status has not observed, as it should, until its Works are
-// rendered and applied anew). The write is a JSON patch of the status subresource that
+// rendered and applied anew). Jobs and PersistentVolumeClaims are read (one GET): a Job's
+// status is aggregated onto its current one, and a claim already bound on the host keeps
+// the host's status. Pods are left alone. The write is a JSON patch of the status subresource that
 // first tests the UID, so a template deleted and created again under the same name never
 // gets its predecessor's status.
 func (r *AggregateReconciler) writeTemplateStatus(ctx context.Context, key types.NamespacedName, rb client.Object,
@@ -170,7 +172,12 @@ func (r *AggregateReconciler) writeTemplateStatus(ctx context.Context, key types
 	tmpl.SetName(spec.Resource.Name)
 	tmpl.SetUID(spec.Resource.UID)
 	tmpl.SetGeneration(renderedGeneration(works))
-	if tmpl.GroupVersionKind().GroupKind() == jobKind {
+	switch gk := tmpl.GroupVersionKind().GroupKind(); gk {
+	case podKind:
+		// The hold denies new Pods in held namespaces: a Pod template there predates the
+		// hold and runs on the host, and its status is its kubelet's.
+		return nil
+	case jobKind, pvcKind:
 		if r.APIReader == nil {
 			return nil
 		}
@@ -179,11 +186,19 @@ func (r *AggregateReconciler) writeTemplateStatus(ctx context.Context, key types
 		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: tmpl.GetNamespace(), Name: tmpl.GetName()}, cur); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		if m, _, _ := unstructured.NestedString(cur.Object, "spec", "managedBy"); cur.GetUID() != spec.Resource.UID ||
-			(m != "" && m != wellknown.JobManagedBy) {
-			return nil // another Job of the same name, or one another controller manages
+		if cur.GetUID() != spec.Resource.UID {
+			return nil // another object of the same name
 		}
-		tmpl = cur
+		if gk == jobKind {
+			// A Job's status may only move forward, so it is aggregated onto the current one;
+			// a Job another controller manages (spec.managedBy) is left to it.
+			if m, _, _ := unstructured.NestedString(cur.Object, "spec", "managedBy"); m != "" && m != wellknown.JobManagedBy {
+				return nil
+			}
+			tmpl = cur
+		} else if v, _, _ := unstructured.NestedString(cur.Object, "spec", "volumeName"); v != "" {
+			return nil // a claim bound on the host before the hold: its status is the host's binder's
+		}
 	}
 	status, err := r.Interpreter.AggregateStatus(tmpl, items)
 	if err != nil {
@@ -222,7 +237,11 @@ func (r *AggregateReconciler) writeTemplateStatus(ctx context.Context, key types
 	return nil
 }
 
-var jobKind = schema.GroupKind{Group: "batch", Kind: "Job"}
+var (
+	jobKind = schema.GroupKind{Group: "batch", Kind: "Job"}
+	podKind = schema.GroupKind{Kind: "Pod"}
+	pvcKind = schema.GroupKind{Kind: "PersistentVolumeClaim"}
+)
 
 // renderedGeneration is the newest template generation rendered into the Works (their
 // first manifest's resourcetemplate.karmada.io/generation annotation); 0 when unknown.

@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -341,5 +342,36 @@ var _ = Describe("The fleet's Job status on the template", func() {
 			g.Expect(complete).To(BeTrue())
 		}).WithContext(ctx).Should(Succeed())
 		Expect(env.EventReasons(ctx, Default, rb)).NotTo(ContainElement(workstatus.EventReasonTemplateStatusFailed))
+	})
+})
+
+var _ = Describe("Templates whose status is the host's", func() {
+	// Regression: a claim bound on the host before its namespace was held had its Bound
+	// status replaced by the fleet's Pending.
+	It("leaves a claim bound on the host alone", func(ctx SpecContext) {
+		ns := "ws-bound-claim"
+		env.TemplateNamespace(ctx, ns)
+		claim := func() *corev1.PersistentVolumeClaim {
+			return &corev1.PersistentVolumeClaim{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+		}
+		tmpl := claim()
+		tmpl.Spec.VolumeName = "host-volume"
+		Expect(env.Host.Create(ctx, tmpl)).To(Succeed())
+		tmpl.Status.Phase = corev1.ClaimBound
+		Expect(env.Host.Status().Update(ctx, tmpl)).To(Succeed())
+
+		rb := scheduledBinding(ctx, tmpl, 0, []string{"member1"})
+		env.ExpectApplied(ctx, workOf(ctx, rb, "member1", claim(), renderedFrom(tmpl)), metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Eventually(func(g Gomega) {
+			c := fullyApplied(ctx, g, rb)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		}).WithContext(ctx).Should(Succeed())
+		Consistently(func(g Gomega) corev1.PersistentVolumeClaimPhase {
+			env.Get(ctx, g, tmpl)
+			return tmpl.Status.Phase
+		}).WithContext(ctx).Should(Equal(corev1.ClaimBound))
 	})
 })
