@@ -85,6 +85,22 @@ func fullyApplied(ctx context.Context, g Gomega, rb *workv1alpha2.ResourceBindin
 
 var both = []string{"member1", "member2"}
 
+// expectAppliedOnMember1Only waits until the binding (scheduled to both members) is not
+// FullyApplied, naming member2, whose item says why (why).
+func expectAppliedOnMember1Only(ctx context.Context, rb *workv1alpha2.ResourceBinding, why string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		c := fullyApplied(ctx, g, rb)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(wellknown.ReasonNotFullyApplied))
+		g.Expect(c.Message).To(ContainSubstring("Not applied on 1 of 2 clusters: [member2]"))
+		g.Expect(rb.Status.AggregatedStatus).To(HaveLen(2))
+		g.Expect(rb.Status.AggregatedStatus[0].Applied).To(BeTrue())
+		g.Expect(rb.Status.AggregatedStatus[1].Applied).To(BeFalse())
+		g.Expect(rb.Status.AggregatedStatus[1].AppliedMessage).To(ContainSubstring(why))
+	}).WithContext(ctx).Should(Succeed())
+}
+
 var _ = Describe("Status from members", func() {
 	It("reflects member status into the Works and sums the Works into their binding", func(ctx SpecContext) {
 		ns := "ws-status"
@@ -161,16 +177,7 @@ var _ = Describe("Status from members", func() {
 		w2 := workOf(ctx, rb, "member2", cm)
 		env.ExpectApplied(ctx, w1, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
 		env.ExpectApplied(ctx, w2, metav1.ConditionFalse, wellknown.ReasonConflict)
-		Eventually(func(g Gomega) {
-			c := fullyApplied(ctx, g, rb)
-			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Reason).To(Equal(wellknown.ReasonNotFullyApplied))
-			g.Expect(c.Message).To(ContainSubstring("Not applied on 1 of 2 clusters: [member2]"))
-			g.Expect(rb.Status.AggregatedStatus).To(HaveLen(2))
-			g.Expect(rb.Status.AggregatedStatus[0].Applied).To(BeTrue())
-			g.Expect(rb.Status.AggregatedStatus[1].Applied).To(BeFalse())
-			g.Expect(rb.Status.AggregatedStatus[1].AppliedMessage).To(ContainSubstring("not managed by Flotilla"))
-		}).WithContext(ctx).Should(Succeed())
+		expectAppliedOnMember1Only(ctx, rb, "not managed by Flotilla")
 	})
 
 	It("reports a binding scheduled nowhere as not FullyApplied", func(ctx SpecContext) {
@@ -196,15 +203,7 @@ var _ = Describe("Status from members", func() {
 		w2 := workOf(ctx, rb, "member2", cm, func(w *workv1alpha1.Work) { w.Spec.SuspendDispatching = ptr.To(true) })
 		env.ExpectApplied(ctx, w1, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
 		env.ExpectApplied(ctx, w2, metav1.ConditionFalse, "DispatchingSuspended")
-		Eventually(func(g Gomega) {
-			c := fullyApplied(ctx, g, rb)
-			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Message).To(ContainSubstring("[member2]"))
-			g.Expect(rb.Status.AggregatedStatus).To(HaveLen(2))
-			g.Expect(rb.Status.AggregatedStatus[0].Applied).To(BeTrue())
-			g.Expect(rb.Status.AggregatedStatus[1].Applied).To(BeFalse())
-			g.Expect(rb.Status.AggregatedStatus[1].AppliedMessage).To(ContainSubstring("suspended"))
-		}).WithContext(ctx).Should(Succeed())
+		expectAppliedOnMember1Only(ctx, rb, "suspended")
 	})
 })
 

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -139,24 +140,32 @@ func BenchmarkDetectorMemory(b *testing.B) {
 // startInProcessManager runs the manager in this process as main.go does (controllers.Setup,
 // its cache options and default host client limits), as its ServiceAccount, without leader
 // election. stop stops it and waits.
-func startInProcessManager(ctx context.Context, tb testing.TB, env *framework.Env) (stop func()) {
-	cfg, err := env.ManagerConfig(ctx)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 100, 200  // main.go's --kube-api-qps and --kube-api-burst defaults
-	ctrl.SetLogger(logr.Discard()) // the figures are the output
+// newBenchManager is a manager with the manager's cache options, no metrics or probe
+// listeners and no logging (the figures are the output). Controller names may repeat: a
+// benchmark may start a second manager in this process after stopping the first, and other
+// benchmarks register controllers of the same names.
+func newBenchManager(tb testing.TB, cfg *rest.Config) ctrl.Manager {
+	ctrl.SetLogger(logr.Discard())
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 flotillascheme.New(),
 		Cache:                  controllers.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		// A test may start a second manager in this process after stopping the first.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return mgr
+}
+
+func startInProcessManager(ctx context.Context, tb testing.TB, env *framework.Env) (stop func()) {
+	cfg, err := env.ManagerConfig(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 100, 200 // main.go's --kube-api-qps and --kube-api-burst defaults
+	mgr := newBenchManager(tb, cfg)
 	mctx, cancel := context.WithCancel(ctx)
 	if _, err := controllers.Setup(mctx, mgr, controllers.Options{}); err != nil {
 		cancel()

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -24,14 +23,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/api/wellknown"
-	"github.com/flotilla-io/flotilla/controllers"
 	namespacectrl "github.com/flotilla-io/flotilla/controllers/namespace"
 	"github.com/flotilla-io/flotilla/internal/localcluster"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
@@ -183,18 +177,7 @@ func BenchmarkHoldCost(b *testing.B) {
 
 // startHoldManager runs the hold's controllers alone in this process, as the admin.
 func startHoldManager(ctx context.Context, b *testing.B, cfg *rest.Config) (stop func()) {
-	ctrl.SetLogger(logr.Discard()) // the figures are the output
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 flotillascheme.New(),
-		Cache:                  controllers.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Other benchmarks in this process register controllers of the same names.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	mgr := newBenchManager(b, cfg)
 	if err := (&namespacectrl.HoldReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		b.Fatal(err)
 	}
