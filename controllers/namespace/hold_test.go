@@ -138,12 +138,18 @@ var _ = Describe("The host hold", Ordered, func() {
 		plain := "hold-plain"
 		env.CreateNamespace(ctx, plain, nil)
 
-		// The apiserver enforces a new or changed policy a moment after it is written.
+		// The apiserver enforces a new or changed policy a moment after it is written, and the
+		// specs before this one edited it (one of them down to its Pod rule alone): wait for
+		// the whole policy, the ReplicaSet rule included.
+		waitHeld(ctx, held)
 		Eventually(func(g Gomega) {
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: held, Name: "probe"},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
-			err := env.Host.Create(ctx, pod, client.DryRunAll)
-			g.Expect(err).To(MatchError(ContainSubstring(wellknown.PropagationLabel)))
+			rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: held, Name: "probe",
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "00000000-0000-0000-0000-000000000001"}}},
+				Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "probe"}},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "probe"}},
+						Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}}}
+			err := env.Host.Create(ctx, rs, client.DryRunAll)
+			g.Expect(err).To(MatchError(ContainSubstring("ReplicaSets of Deployments")))
 		}).WithContext(ctx).Should(Succeed())
 
 		for _, ns := range []string{held, plain} {
