@@ -1,0 +1,56 @@
+package interpreter
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+)
+
+// Operation names one customizable interpretation, as a ResourceInterpreterCustomization's
+// customizations field names it.
+type Operation string
+
+// The operations a customization may take over.
+const (
+	OperationRetain              Operation = "retention"
+	OperationGetReplicas         Operation = "replicaResource"
+	OperationReviseReplica       Operation = "replicaRevision"
+	OperationReflectStatus       Operation = "statusReflection"
+	OperationAggregateStatus     Operation = "statusAggregation"
+	OperationInterpretHealth     Operation = "healthInterpretation"
+	OperationInterpretDependency Operation = "dependencyInterpretation"
+)
+
+// Operations lists every operation, in the order of the API's fields.
+var Operations = []Operation{OperationRetain, OperationGetReplicas, OperationReviseReplica, OperationReflectStatus,
+	OperationAggregateStatus, OperationInterpretHealth, OperationInterpretDependency}
+
+// Customization is the customized interpretation of one kind. Only the operations Has
+// reports are called; the interpreter's built-in rules serve the others. Implementations
+// must be safe for concurrent use, stop a script that runs over its budget, and return an
+// error (never panic) when a script fails or returns something of the wrong shape.
+type Customization interface {
+	// Has reports whether the customization takes over op.
+	Has(op Operation) bool
+	// Revision changes whenever the customization's scripts change, so that results
+	// computed with an older revision can be told apart.
+	Revision() string
+
+	GetReplicas(obj *unstructured.Unstructured) (int32, *workv1alpha2.ReplicaRequirements, error)
+	ReviseReplica(obj *unstructured.Unstructured, replicas int64) (*unstructured.Unstructured, error)
+	Retain(desired, observed *unstructured.Unstructured) (*unstructured.Unstructured, error)
+	ReflectStatus(observed *unstructured.Unstructured) (*runtime.RawExtension, error)
+	// AggregateStatus returns the template's whole new status.
+	AggregateStatus(template *unstructured.Unstructured, items []workv1alpha2.AggregatedStatusItem) (map[string]any, error)
+	InterpretHealth(observed *unstructured.Unstructured) (bool, error)
+	GetDependencies(obj *unstructured.Unstructured) ([]configv1alpha1.DependentObjectReference, error)
+}
+
+// Customizations finds the customization of a kind, if any.
+type Customizations interface {
+	// Lookup returns the customization of gvk (exact apiVersion and kind), or false.
+	Lookup(gvk schema.GroupVersionKind) (Customization, bool)
+}
