@@ -54,3 +54,15 @@ type Customizations interface {
 	// Lookup returns the customization of gvk (exact apiVersion and kind), or false.
 	Lookup(gvk schema.GroupVersionKind) (Customization, bool)
 }
+
+// custom returns obj's customization when it takes over op.
+func (i Interpreter) custom(obj *unstructured.Unstructured, op Operation) (Customization, bool) {
+	if i.Customizations == nil || obj == nil {
+		return nil, false
+	}
+	c, ok := i.Customizations.Lookup(obj.GroupVersionKind())
+	if !ok || !c.Has(op) {
+		return nil, false
+	}
+	return c, true
+}

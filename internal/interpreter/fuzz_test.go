@@ -68,6 +68,14 @@ func FuzzInterpreter(f *testing.F) {
 			t.Fatalf("Retain() = %v, %v: want exactly one of them", out, err)
 		}
 		in.Health(obj)
+		in.HasReplicas(obj)
+		if deps, err := in.GetDependencies(obj); err == nil {
+			for _, d := range deps {
+				if d.Name == "" || d.Namespace != "ns" {
+					t.Fatalf("GetDependencies() = %+v: a dependency without a name or in another namespace", d)
+				}
+			}
+		}
 		raw, err := in.ReflectStatus(obj)
 		if err != nil {
 			raw = nil

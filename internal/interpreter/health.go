@@ -1,6 +1,8 @@
 package interpreter
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -23,11 +25,22 @@ import (
 //   - Any other kind: Unknown when status.observedGeneration is older than
 //     metadata.generation (the conditions describe an older spec); Unhealthy when a Stalled,
 //     Failed or Degraded condition is True; else what a Ready condition says, or else an
-//     Available one (True: Healthy, False: Unhealthy, otherwise Unknown); Healthy when no
-//     condition says otherwise.
+//     Available one (True: Healthy, False: Unhealthy, otherwise Unknown); else what
+//     status.phase says (Running, Ready, Active, Available, Bound, Healthy, Succeeded and
+//     Completed: Healthy; Failed, Error, Degraded and Unhealthy: Unhealthy; any other phase:
+//     Unknown); Healthy when neither conditions nor a phase say otherwise.
+//   - A kind whose customization scripts healthInterpretation: what the script returns;
+//     Unknown when it fails.
 //
 // A field of the wrong type makes the health Unknown.
-func (Interpreter) Health(obj *unstructured.Unstructured) workv1alpha1.ResourceHealth {
+func (i Interpreter) Health(obj *unstructured.Unstructured) workv1alpha1.ResourceHealth {
+	if c, ok := i.custom(obj, OperationInterpretHealth); ok {
+		healthy, err := c.InterpretHealth(obj)
+		if err != nil {
+			return workv1alpha1.ResourceUnknownHealth
+		}
+		return healthyIf(healthy)
+	}
 	h, err := health(obj)
 	if err != nil {
 		return workv1alpha1.ResourceUnknownHealth
@@ -212,5 +225,15 @@ func conditionsHealth(obj *unstructured.Unstructured) (workv1alpha1.ResourceHeal
 			return workv1alpha1.ResourceUnknownHealth, nil
 		}
 	}
-	return workv1alpha1.ResourceHealthy, nil
+	phase, found, err := nestedString(obj.Object, "status", "phase")
+	if err != nil || !found {
+		return workv1alpha1.ResourceHealthy, err
+	}
+	switch strings.ToLower(phase) {
+	case "running", "ready", "active", "available", "bound", "healthy", "succeeded", "completed":
+		return workv1alpha1.ResourceHealthy, nil
+	case "failed", "error", "degraded", "unhealthy":
+		return workv1alpha1.ResourceUnhealthy, nil
+	}
+	return workv1alpha1.ResourceUnknownHealth, nil
 }

@@ -77,6 +77,12 @@ func TestHealth(t *testing.T) {
 		{"custom other conditions", `{apiVersion: example.com/v1, kind: App, metadata: {name: a}, status: {conditions: [{type: Synced, status: "False"}]}}`, healthy},
 		{"custom stale status", `{apiVersion: example.com/v1, kind: App, metadata: {name: a, generation: 3}, status: {observedGeneration: 2, conditions: [{type: Ready, status: "True"}]}}`, unknown},
 		{"custom odd conditions", `{apiVersion: example.com/v1, kind: App, metadata: {name: a}, status: {conditions: {Ready: true}}}`, unknown},
+		{"custom phase Running", `{apiVersion: example.com/v1, kind: App, metadata: {name: a}, status: {phase: Running}}`, healthy},
+		{"custom phase ready, any case", `{apiVersion: example.com/v1, kind: App, metadata: {name: a}, status: {phase: READY}}`, healthy},
+		{"custom phase Failed", `{apiVersion: example.com/v1, kind: App, metadata: {name: a}, status: {phase: Failed}}`, unhealthy},
+		{"custom phase Provisioning", `{apiVersion: example.com/v1, kind: App, metadata: {name: a}, status: {phase: Provisioning}}`, unknown},
+		{"custom Ready condition beats phase", `{apiVersion: example.com/v1, kind: App, metadata: {name: a}, status: {phase: Failed, conditions: [{type: Ready, status: "True"}]}}`, healthy},
+		{"custom odd phase", `{apiVersion: example.com/v1, kind: App, metadata: {name: a}, status: {phase: 3}}`, unknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

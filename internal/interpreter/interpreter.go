@@ -16,10 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Interpreter interprets objects by kind. The zero value is ready to use and safe for
-// concurrent use; it holds no state. Controllers take it as a dependency (set in main.go) so
-// that custom interpreters can be added behind the same methods later.
-type Interpreter struct{}
+// Interpreter interprets objects by kind. The zero value knows the built-in kinds and is
+// ready to use; it is safe for concurrent use. With Customizations, a kind's customization
+// takes over the operations it scripts (ResourceInterpreterCustomization).
+type Interpreter struct {
+	// Customizations, when set, are consulted first for every operation.
+	Customizations Customizations
+}
 
 // The kinds the interpreter knows.
 var (

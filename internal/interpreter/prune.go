@@ -1,6 +1,7 @@
 package interpreter
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -159,14 +160,23 @@ func deleteKeys(obj map[string]any, keys []string, path ...string) {
 //     the member's spec.replicas, when desired carries the label
 //     resourcetemplate.karmada.io/retain-replicas: "true" (an HPA in the member owns them).
 //
+// A kind whose customization scripts retention gets what the script returns instead.
+//
 // Manifests are applied with server-side apply, which leaves fields alone that the manifest
 // does not set; Retain matters for the fields that the manifest would otherwise set to a
 // different value. A nil observed returns a copy of desired. The error reports a field of
 // the wrong type.
-func (Interpreter) Retain(desired, observed *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (i Interpreter) Retain(desired, observed *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	out := desired.DeepCopy()
 	if observed == nil {
 		return out, nil
+	}
+	if c, ok := i.custom(desired, OperationRetain); ok {
+		out, err := c.Retain(out, observed.DeepCopy())
+		if err == nil && out == nil {
+			err = errors.New("the customization's Retain returned no object")
+		}
+		return out, err
 	}
 	var err error
 	switch gk := groupKind(desired); gk {

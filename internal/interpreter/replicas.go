@@ -1,6 +1,7 @@
 package interpreter
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -22,15 +23,28 @@ import (
 //   - Pod: 1.
 //   - DaemonSet, CronJob and the other built-in kinds: 0 and no requirements; they are not
 //     divided between clusters.
-//   - Any other kind: spec.replicas when it is a non-negative integer, else 0; no
-//     requirements, since the interpreter does not know where its pod template is.
+//   - A kind whose customization scripts replicaResource: what the script returns.
+//   - Any other kind, custom resources included: 0 and no requirements. The interpreter
+//     does not know what their spec.replicas means (a 3-node database divided 1+1+1 is
+//     three broken databases), so they are propagated whole to every cluster, as
+//     Duplicated; HasReplicas says so.
 //
 // Requirements of the workloads above: the effective requests of one pod (containers summed,
 // init containers and sidecars as the kube-scheduler counts them, overhead and pod-level
 // resources included; a container's limit stands in for a request it does not set, as the
 // apiserver defaults it), the node claim (nodeSelector, required node affinity,
 // tolerations), the priority class and the namespace.
-func (Interpreter) GetReplicas(obj *unstructured.Unstructured) (int32, *workv1alpha2.ReplicaRequirements, error) {
+func (i Interpreter) GetReplicas(obj *unstructured.Unstructured) (int32, *workv1alpha2.ReplicaRequirements, error) {
+	if c, ok := i.custom(obj, OperationGetReplicas); ok {
+		n, req, err := c.GetReplicas(obj)
+		if err == nil && n < 0 {
+			err = fmt.Errorf("the customization's GetReplicas returned %d replicas; want 0 or more", n)
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		return n, req, nil
+	}
 	switch gk := groupKind(obj); gk {
 	case deploymentKind, statefulSetKind, replicaSetKind:
 		return workloadReplicas(obj, gk, "spec", "replicas")
@@ -43,14 +57,22 @@ func (Interpreter) GetReplicas(obj *unstructured.Unstructured) (int32, *workv1al
 		}
 		return 1, req, nil
 	default:
-		if builtin(gk) {
-			return 0, nil, nil
-		}
-		if n, _, err := nestedCount(obj.Object, "spec", "replicas"); err == nil {
-			return n, nil, nil
-		}
 		return 0, nil, nil
 	}
+}
+
+// HasReplicas reports whether the interpreter knows the replicas of obj's kind, so that a
+// Divided placement divides them: Deployment, StatefulSet, ReplicaSet, Job, Pod, and kinds
+// whose customization scripts replicaResource. Other kinds go whole to every cluster.
+func (i Interpreter) HasReplicas(obj *unstructured.Unstructured) bool {
+	if _, ok := i.custom(obj, OperationGetReplicas); ok {
+		return true
+	}
+	switch groupKind(obj) {
+	case deploymentKind, statefulSetKind, replicaSetKind, jobKind, podKind:
+		return true
+	}
+	return false
 }
 
 func workloadReplicas(obj *unstructured.Unstructured, gk schema.GroupKind, path ...string) (int32, *workv1alpha2.ReplicaRequirements, error) {
@@ -81,15 +103,20 @@ func replicaRequirements(obj *unstructured.Unstructured, gk schema.GroupKind) (*
 			return nil, fmt.Errorf("%s: %w", strings.Join(path, "."), err)
 		}
 	}
+	return podSpecRequirements(&spec, obj.GetNamespace()), nil
+}
+
+// podSpecRequirements is what one pod of the spec needs.
+func podSpecRequirements(spec *corev1.PodSpec, namespace string) *workv1alpha2.ReplicaRequirements {
 	req := &workv1alpha2.ReplicaRequirements{
-		Namespace:         obj.GetNamespace(),
+		Namespace:         namespace,
 		PriorityClassName: spec.PriorityClassName,
-		NodeClaim:         nodeClaim(&spec),
+		NodeClaim:         nodeClaim(spec),
 	}
-	if requests := podRequests(&spec); len(requests) > 0 {
+	if requests := podRequests(spec); len(requests) > 0 {
 		req.ResourceRequest = requests
 	}
-	return req, nil
+	return req
 }
 
 // podRequests returns the requests of one pod as the kube-scheduler counts them. Templates
@@ -139,16 +166,31 @@ func nodeClaim(spec *corev1.PodSpec) *workv1alpha2.NodeClaim {
 //     ceil(completions × replicas / parallelism), so the members together complete at least
 //     as many pods as the template asks for. (An Indexed Job split this way runs the same
 //     low indexes in every member; divide such Jobs with care.)
-//   - Any other kind: spec.replicas when the object has it as an integer.
-//   - Kinds without replicas (Pod, DaemonSet, CronJob, ...) are returned unchanged, so the
-//     caller need not know which kinds have replicas.
+//   - A kind whose customization scripts replicaRevision: what the script returns. When
+//     it scripts replicaResource only, spec.replicas if the object has it as an integer.
+//   - Kinds without replicas (Pod, DaemonSet, CronJob, custom resources without a
+//     customization, ...) are returned unchanged, so the caller need not know which kinds
+//     have replicas.
 //
 // replicas must be in [0, 2^31-1].
-func (Interpreter) ReviseReplicas(obj *unstructured.Unstructured, replicas int64) (*unstructured.Unstructured, error) {
+func (i Interpreter) ReviseReplicas(obj *unstructured.Unstructured, replicas int64) (*unstructured.Unstructured, error) {
 	if replicas < 0 || replicas > math.MaxInt32 {
 		return nil, fmt.Errorf("replicas %d is out of range [0, %d]", replicas, math.MaxInt32)
 	}
+	if c, ok := i.custom(obj, OperationReviseReplica); ok {
+		out, err := c.ReviseReplica(obj.DeepCopy(), replicas)
+		if err == nil && out == nil {
+			err = errors.New("the customization's ReviseReplica returned no object")
+		}
+		return out, err
+	}
 	out := obj.DeepCopy()
+	if _, ok := i.custom(obj, OperationGetReplicas); ok {
+		if _, found, err := nestedCount(out.Object, "spec", "replicas"); err != nil || !found {
+			return out, err
+		}
+		return out, setNested(out, replicas, "spec", "replicas")
+	}
 	if err := reviseReplicas(out, replicas); err != nil {
 		return nil, err
 	}
@@ -156,19 +198,13 @@ func (Interpreter) ReviseReplicas(obj *unstructured.Unstructured, replicas int64
 }
 
 func reviseReplicas(obj *unstructured.Unstructured, replicas int64) error {
-	switch gk := groupKind(obj); gk {
+	switch groupKind(obj) {
 	case deploymentKind, statefulSetKind, replicaSetKind:
 		return setNested(obj, replicas, "spec", "replicas")
 	case jobKind:
 		return reviseJob(obj, replicas)
 	default:
-		if builtin(gk) {
-			return nil
-		}
-		if _, found, err := nestedCount(obj.Object, "spec", "replicas"); err != nil || !found {
-			return nil
-		}
-		return setNested(obj, replicas, "spec", "replicas")
+		return nil
 	}
 }
 

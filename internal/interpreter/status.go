@@ -69,10 +69,14 @@ var jobReflectedInts = append(slices.Clone(jobCounters), "terminating")
 //   - Service and Ingress: loadBalancer.
 //   - ConfigMap, Secret: nothing (nil).
 //   - Any other kind: the whole status; nil when there is none.
+//   - A kind whose customization scripts statusReflection: what the script returns.
 //
 // A counter or field of the wrong type (conditions that are not a list included) is an error
 // naming it.
-func (Interpreter) ReflectStatus(obj *unstructured.Unstructured) (*runtime.RawExtension, error) {
+func (i Interpreter) ReflectStatus(obj *unstructured.Unstructured) (*runtime.RawExtension, error) {
+	if c, ok := i.custom(obj, OperationReflectStatus); ok {
+		return c.ReflectStatus(obj)
+	}
 	reflected, err := reflectedStatus(obj)
 	if err != nil || reflected == nil {
 		return nil, err
@@ -272,7 +276,10 @@ func copyFields(status, out map[string]any, names ...string) map[string]any {
 // stale member status, or one not yet collected, never makes a new generation look rolled
 // out. It is left out when any member has not rolled out anything knowable, and when there
 // are no members. The template's own status is not consulted for it.
-func (Interpreter) AggregateStatus(template *unstructured.Unstructured, items []workv1alpha2.AggregatedStatusItem) (map[string]any, error) {
+func (i Interpreter) AggregateStatus(template *unstructured.Unstructured, items []workv1alpha2.AggregatedStatusItem) (map[string]any, error) {
+	if c, ok := i.custom(template, OperationAggregateStatus); ok {
+		return c.AggregateStatus(template, items)
+	}
 	statuses, err := decodeItems(items)
 	if err != nil {
 		return nil, err
