@@ -95,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var written []string
 	var waiting bool
 	wanted := map[string]bool{}
-	if len(spec.Clusters) > 0 {
+	if targets := bindings.Targets(spec); len(targets) > 0 {
 		tmpl := &unstructured.Unstructured{}
 		tmpl.SetAPIVersion(spec.Resource.APIVersion)
 		tmpl.SetKind(spec.Resource.Kind)
@@ -107,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		for _, tc := range spec.Clusters {
+		for _, tc := range targets {
 			wanted[tc.Name] = true
 			cluster := &clusterv1alpha1.Cluster{}
 			if err := r.Client.Get(ctx, types.NamespacedName{Name: tc.Name}, cluster); err != nil {

@@ -83,6 +83,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if rb.GetDeletionTimestamp() != nil || !r.mine(spec.SchedulerName) {
 		return ctrl.Result{}, nil
 	}
+	if spec.Placement == nil {
+		// A dependency's binding with no policy of its own (propagateDeps): it goes where
+		// the workloads that need it go (spec.requiredBy), not where a scheduler puts it.
+		return ctrl.Result{}, nil
+	}
 	clusters, err := r.clusters(ctx)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -100,10 +100,11 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		// intermediate states are not written.
 		return ctrl.Result{}, nil
 	}
-	items := make([]workv1alpha2.AggregatedStatusItem, 0, len(spec.Clusters))
+	targets := bindings.Targets(spec)
+	items := make([]workv1alpha2.AggregatedStatusItem, 0, len(targets))
 	var notApplied []string
 	ready := 0
-	for _, tc := range spec.Clusters {
+	for _, tc := range targets {
 		item, applied := aggregatedItem(tc.Name, works[tc.Name], spec)
 		items = append(items, item)
 		if !applied {
@@ -112,7 +113,7 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			ready++
 		}
 	}
-	clustersReady := fmt.Sprintf("%d/%d", ready, len(spec.Clusters))
+	clustersReady := fmt.Sprintf("%d/%d", ready, len(targets))
 	slices.SortFunc(items, func(a, b workv1alpha2.AggregatedStatusItem) int {
 		if a.ClusterName < b.ClusterName {
 			return -1
@@ -125,13 +126,13 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 	cond := metav1.Condition{Type: wellknown.ConditionFullyApplied, ObservedGeneration: rb.GetGeneration()}
 	switch {
-	case len(spec.Clusters) == 0:
+	case len(targets) == 0:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wellknown.ReasonNotFullyApplied, "Not scheduled to any cluster yet"
 	case len(notApplied) == 0:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, wellknown.ReasonFullyApplied, "All works have been successfully applied"
 	default:
 		cond.Status, cond.Reason = metav1.ConditionFalse, wellknown.ReasonNotFullyApplied
-		cond.Message = fmt.Sprintf("Not applied on %d of %d clusters: %v", len(notApplied), len(spec.Clusters), notApplied)
+		cond.Message = fmt.Sprintf("Not applied on %d of %d clusters: %v", len(notApplied), len(targets), notApplied)
 	}
 	if !bindings.ConditionCurrent(status.Conditions, cond) || !equality.Semantic.DeepEqual(status.AggregatedStatus, items) ||
 		status.ClustersReady != clustersReady {
@@ -269,7 +270,7 @@ func renderedGeneration(works map[string]*workv1alpha1.Work) int64 {
 // inFlight reports whether some scheduled cluster's Work is about to change: not created yet
 // (and not held back by suspension), or not yet applied at its current generation.
 func inFlight(spec *workv1alpha2.ResourceBindingSpec, works map[string]*workv1alpha1.Work) bool {
-	for _, tc := range spec.Clusters {
+	for _, tc := range bindings.Targets(spec) {
 		w := works[tc.Name]
 		if w == nil {
 			if !bindings.DispatchSuspended(spec, tc.Name) {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -98,11 +99,41 @@ func ClusterOfWork(namespace string) (string, bool) {
 	return strings.TrimPrefix(namespace, wellknown.ExecutionNamespacePrefix), true
 }
 
-// Scheduled returns the names of the binding's target clusters.
+// Scheduled returns the names of the binding's target clusters (see Targets).
 func Scheduled(spec *workv1alpha2.ResourceBindingSpec) []string {
-	out := make([]string, 0, len(spec.Clusters))
-	for _, c := range spec.Clusters {
+	targets := Targets(spec)
+	out := make([]string, 0, len(targets))
+	for _, c := range targets {
 		out = append(out, c.Name)
+	}
+	return out
+}
+
+// Targets are the clusters the binding's template goes to: the clusters the scheduler chose
+// (spec.clusters, with their replicas), then, by name, the other clusters of the bindings
+// that depend on it (spec.requiredBy), which get the whole template. A dependency that also
+// has its own policy thus goes where its policy says and wherever a workload needs it.
+func Targets(spec *workv1alpha2.ResourceBindingSpec) []workv1alpha2.TargetCluster {
+	if len(spec.RequiredBy) == 0 {
+		return spec.Clusters
+	}
+	seen := make(map[string]bool, len(spec.Clusters))
+	for _, c := range spec.Clusters {
+		seen[c.Name] = true
+	}
+	var extra []string
+	for _, s := range spec.RequiredBy {
+		for _, c := range s.Clusters {
+			if !seen[c.Name] {
+				seen[c.Name] = true
+				extra = append(extra, c.Name)
+			}
+		}
+	}
+	slices.Sort(extra)
+	out := slices.Clone(spec.Clusters)
+	for _, name := range extra {
+		out = append(out, workv1alpha2.TargetCluster{Name: name, Replicas: spec.Replicas})
 	}
 	return out
 }
