@@ -15,6 +15,7 @@ import (
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/cluster"
+	"github.com/flotilla-io/flotilla/controllers/dependencies"
 	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/namespace"
@@ -120,9 +121,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	if err := (&namespace.HeldReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("namespace-controller")}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	if err := dependencies.SetupIndexes(ctx, mgr); err != nil {
+		return nil, err
+	}
+	deps := dependencies.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("dependencies-distributor"), interp)
+	if err := deps.SetupWithManager(mgr, o.Workers); err != nil {
+		return nil, err
+	}
 	if err := (&detector.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("detector"), Interpreter: interp,
+		Recorder: mgr.GetEventRecorder("detector"), Interpreter: interp, Dependencies: deps,
 	}).SetupWithManager(mgr, detector.Options{Workers: o.Workers}); err != nil {
 		return nil, err
 	}

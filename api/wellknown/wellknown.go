@@ -83,6 +83,10 @@ const (
 const (
 	// AppliedPlacementAnnotation holds the JSON of the placement a binding was last scheduled with.
 	AppliedPlacementAnnotation = "policy.karmada.io/applied-placement"
+	// InterpreterRevisionAnnotation on a binding is the revision of the customization its
+	// replicas were read with (ResourceInterpreterCustomization), so that a changed
+	// customization is applied to existing templates.
+	InterpreterRevisionAnnotation = "flotilla.io/interpreter-revision"
 
 	ResourceBindingNamespaceAnnotation   = "resourcebinding.karmada.io/namespace"
 	ResourceBindingNameAnnotation        = "resourcebinding.karmada.io/name"
@@ -199,6 +203,23 @@ const (
 	EventReasonTaintClusterSucceed         = "TaintClusterSucceed"
 	EventReasonClusterNotReady             = "ClusterNotReady"
 	EventReasonClusterReady                = "ClusterReady"
+
+	// Dependencies (propagateDeps), on the workload's template.
+	EventReasonGetDependenciesFailed                   = "GetDependenciesFailed"
+	EventReasonDependencyMissing                       = "DependencyMissing"
+	EventReasonSyncScheduleResultToDependenciesSucceed = "SyncScheduleResultToDependenciesSucceed"
+	EventReasonSyncScheduleResultToDependenciesFailed  = "SyncScheduleResultToDependenciesFailed"
+	// EventReasonDependentOverridesMissing: the policy's dependentOverrides do not all exist
+	// yet, so the template waits.
+	EventReasonDependentOverridesMissing = "DependentOverridesMissing"
+	// EventReasonReplicasNotDivided: a Divided placement selects a kind whose replicas
+	// Flotilla does not know; it goes whole to each cluster.
+	EventReasonReplicasNotDivided = "ReplicasNotDivided"
+
+	// ResourceInterpreterCustomization events.
+	EventReasonCustomizationLoaded       = "CustomizationLoaded"
+	EventReasonCustomizationLoadFailed   = "CustomizationLoadFailed"
+	EventReasonCustomizationScriptFailed = "CustomizationScriptFailed"
 )
 
 // Messages users search for.

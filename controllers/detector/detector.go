@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -31,6 +33,19 @@ import (
 // ReplicaInterpreter reads a template's replicas and per-replica requirements.
 type ReplicaInterpreter interface {
 	GetReplicas(obj *unstructured.Unstructured) (int32, *workv1alpha2.ReplicaRequirements, error)
+	// HasReplicas reports whether the kind's replicas are known, so a Divided placement
+	// divides them.
+	HasReplicas(obj *unstructured.Unstructured) bool
+	// Revision is the revision of the kind's customization ("" without one): a binding
+	// computed with another revision is computed again.
+	Revision(gvk schema.GroupVersionKind) string
+}
+
+// Dependencies is told of templates that exist, so that workloads waiting for them as
+// dependencies (propagateDeps) go on.
+type Dependencies interface {
+	// Appeared reports whether some workload was waiting for the template.
+	Appeared(gvk schema.GroupVersionKind, key types.NamespacedName) bool
 }
 
 // Reconciler binds templates to policies. Create it with New and add it with SetupWithManager.
@@ -43,6 +58,8 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Interpreter reads replicas and requirements.
 	Interpreter ReplicaInterpreter
+	// Dependencies, when set, hears of every template in scope.
+	Dependencies Dependencies
 
 	watcher *watcher
 
@@ -51,6 +68,8 @@ type Reconciler struct {
 	// created holds the bindings this detector created recently (key → time), so that a
 	// reconcile racing the cache neither reads the template nor tries to create it again.
 	created sync.Map
+	// waiting holds, per template, the dependent overrides it was last reported waiting for.
+	waiting sync.Map
 }
 
 // +kubebuilder:rbac:groups=policy.karmada.io,resources=propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch;update;patch
@@ -75,6 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 			return ctrl.Result{}, err
 		}
 		r.warned.Delete(key)
+		r.waiting.Delete(key)
 		// The template is gone: its binding goes, and with it the member objects unless the
 		// policy preserves them.
 		return ctrl.Result{}, r.deleteBinding(ctx, key, false)
@@ -95,8 +115,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 	}
 	if !inScope {
 		r.warned.Delete(key)
-		return ctrl.Result{}, r.unclaim(ctx, tmpl)
+		_, err := r.unclaim(ctx, tmpl)
+		return ctrl.Result{}, err
 	}
+	// A workload waiting for this template as a dependency goes on now.
+	required := r.Dependencies != nil && r.Dependencies.Appeared(key.GVK, key.NamespacedName)
 
 	policies, err := r.candidatePolicies(ctx, tmpl.Namespace)
 	if err != nil {
@@ -107,8 +130,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 		log.Error(chooseErr, "Some policies have invalid selectors and were skipped")
 	}
 	if choice.Policy == nil {
-		if err := r.unclaim(ctx, tmpl); err != nil {
+		attached, err := r.unclaim(ctx, tmpl)
+		if err != nil {
 			return ctrl.Result{}, err
+		}
+		if attached || required {
+			// It propagates as a workload's dependency: no policy is needed.
+			return ctrl.Result{}, nil
 		}
 		// Cluster-scoped objects are all candidates for ClusterPropagationPolicies; only the
 		// templates of opted-in namespaces are expected to propagate, so only they are warned.
@@ -119,6 +147,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 	}
 	r.warned.Delete(key)
 	p := choice.Policy
+
+	if missing, err := r.missingOverrides(ctx, tmpl.Namespace, p); err != nil || len(missing) > 0 {
+		if err == nil {
+			r.reportWaiting(tmpl, key, p, missing)
+		}
+		// The OverridePolicy watch brings the template back when one is created.
+		return ctrl.Result{}, err
+	}
+	r.waiting.Delete(key)
 
 	if err := r.claim(ctx, tmpl, p); err != nil {
 		return ctrl.Result{}, err
@@ -283,13 +320,53 @@ func (r *Reconciler) patchClaim(ctx context.Context, tmpl *metav1.PartialObjectM
 	return client.IgnoreNotFound(r.Client.Patch(ctx, tmpl, client.RawPatch(types.MergePatchType, data)))
 }
 
-// unclaim removes the claim and the binding, keeping member objects.
-func (r *Reconciler) unclaim(ctx context.Context, tmpl *metav1.PartialObjectMetadata) error {
+// unclaim removes the claim and the binding, keeping member objects. A binding that
+// workloads require as a dependency stays, without the policy's part: attached reports so.
+func (r *Reconciler) unclaim(ctx context.Context, tmpl *metav1.PartialObjectMetadata) (attached bool, err error) {
 	key := Key{GVK: tmpl.GroupVersionKind(), NamespacedName: client.ObjectKeyFromObject(tmpl)}
-	if err := r.deleteBinding(ctx, key, true); err != nil {
-		return err
+	rb := newBinding(key)
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(rb), rb); err != nil && !apierrors.IsNotFound(err) {
+		return false, err
+	} else if err == nil && rb.GetDeletionTimestamp() == nil && len(bindings.Spec(rb).RequiredBy) > 0 {
+		r.created.Delete(key)
+		if err := r.detach(ctx, rb, tmpl); err != nil {
+			return true, err
+		}
+		return true, r.patchClaim(ctx, tmpl, nil, nil)
 	}
-	return r.patchClaim(ctx, tmpl, nil, nil)
+	if err := r.deleteBinding(ctx, key, true); err != nil {
+		return false, err
+	}
+	return false, r.patchClaim(ctx, tmpl, nil, nil)
+}
+
+// detach turns the binding of a template that workloads require, and that no policy claims,
+// into a dependency's binding: no policy labels, placement or schedule of its own, so it goes
+// where the workloads go (spec.requiredBy). Its resource follows the template, so that
+// changes to it reach the members.
+func (r *Reconciler) detach(ctx context.Context, rb client.Object, tmpl *metav1.PartialObjectMetadata) error {
+	before := rb.DeepCopyObject().(client.Object)
+	labels := rb.GetLabels()
+	for _, k := range claimLabels {
+		delete(labels, k)
+	}
+	rb.SetLabels(labels)
+	if ann := rb.GetAnnotations(); ann != nil {
+		delete(ann, wellknown.AppliedPlacementAnnotation)
+		rb.SetAnnotations(ann)
+	}
+	spec := bindings.Spec(rb)
+	spec.Resource.UID = tmpl.UID
+	spec.Resource.ResourceVersion = tmpl.ResourceVersion
+	spec.Placement, spec.Clusters, spec.Failover, spec.SchedulePriority, spec.Suspension = nil, nil, nil, nil, nil
+	spec.PropagateDeps, spec.SchedulerName, spec.Replicas, spec.ReplicaRequirements = false, "", 0, nil
+	if equality.Semantic.DeepEqual(before, rb) {
+		return nil
+	}
+	if len(before.GetLabels()) != len(rb.GetLabels()) {
+		ctrl.LoggerFrom(ctx).Info("Policy released a template that workloads require; it stays where they need it", "binding", rb.GetName())
+	}
+	return client.IgnoreNotFound(r.Client.Patch(ctx, rb, client.MergeFrom(before)))
 }
 
 // deleteBinding deletes the template's binding. With preserve, the binding is first marked
@@ -351,7 +428,8 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	if err != nil {
 		return false, err
 	}
-	if exists && bindingCurrent(rb, tmpl, p, policySide) {
+	revision := r.Interpreter.Revision(key.GVK)
+	if exists && bindingCurrent(rb, tmpl, p, policySide) && rb.GetAnnotations()[wellknown.InterpreterRevisionAnnotation] == revision {
 		return false, nil
 	}
 
@@ -364,10 +442,19 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	if err != nil {
 		return false, fmt.Errorf("reading replicas of %s: %w", key, err)
 	}
+	if divided(policySide.Placement) && !r.Interpreter.HasReplicas(full) {
+		r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, wellknown.EventReasonReplicasNotDivided, "Propagate",
+			"%s places it Divided, but Flotilla does not know the replicas of %s: every cluster gets it whole, as Duplicated. "+
+				"A ResourceInterpreterCustomization with a replicaResource script makes the kind divisible", p, key.GVK.GroupKind())
+	}
 
 	desired := newBinding(key)
 	desired.SetLabels(bindingLabels(p))
-	desired.SetAnnotations(map[string]string{wellknown.ResourceTemplateGenerationAnnotation: fmt.Sprint(full.GetGeneration())})
+	annotations := map[string]string{wellknown.ResourceTemplateGenerationAnnotation: fmt.Sprint(full.GetGeneration())}
+	if revision != "" {
+		annotations[wellknown.InterpreterRevisionAnnotation] = revision
+	}
+	desired.SetAnnotations(annotations)
 	desired.SetOwnerReferences([]metav1.OwnerReference{{
 		APIVersion: full.GetAPIVersion(), Kind: full.GetKind(), Name: full.GetName(), UID: full.GetUID(),
 		Controller: ptr.To(true),
@@ -409,6 +496,11 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	// Update only what the detector owns; spec.clusters and the rest belong to others.
 	before := rb.DeepCopyObject().(client.Object)
 	mergeMaps(rb, desired)
+	if revision == "" {
+		ann := rb.GetAnnotations()
+		delete(ann, wellknown.InterpreterRevisionAnnotation)
+		rb.SetAnnotations(ann)
+	}
 	rb.SetOwnerReferences(desired.GetOwnerReferences())
 	cur := bindings.Spec(rb)
 	cur.Resource = spec.Resource
@@ -498,6 +590,46 @@ func bindingCurrent(rb client.Object, tmpl *metav1.PartialObjectMetadata, p *pol
 		equality.Semantic.DeepEqual(spec.PreserveResourcesOnDeletion, policySide.PreserveResourcesOnDeletion) &&
 		equality.Semantic.DeepEqual(spec.SchedulePriority, policySide.SchedulePriority) &&
 		equality.Semantic.DeepEqual(susp, policySide.Suspension)
+}
+
+// divided reports whether a placement divides replicas between clusters.
+func divided(p *policyv1alpha1.Placement) bool {
+	return p != nil && p.ReplicaScheduling != nil && p.ReplicaScheduling.ReplicaSchedulingType == policyv1alpha1.ReplicaSchedulingTypeDivided
+}
+
+// missingOverrides lists the policy's dependentOverrides that do not exist (or are being
+// deleted) in the template's namespace. Cluster-scoped templates have no OverridePolicies;
+// the README says their policies' dependentOverrides are not waited for.
+func (r *Reconciler) missingOverrides(ctx context.Context, namespace string, p *policymatch.Policy) ([]string, error) {
+	if namespace == "" || len(p.Spec.DependentOverrides) == 0 {
+		return nil, nil
+	}
+	var missing []string
+	for _, name := range p.Spec.DependentOverrides {
+		op := &policyv1alpha1.OverridePolicy{}
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, op)
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, name)
+		case err != nil:
+			return nil, err
+		case op.DeletionTimestamp != nil:
+			missing = append(missing, name)
+		}
+	}
+	return missing, nil
+}
+
+// reportWaiting tells, once per change, that the template waits for its policy's dependent
+// overrides.
+func (r *Reconciler) reportWaiting(tmpl *metav1.PartialObjectMetadata, key Key, p *policymatch.Policy, missing []string) {
+	msg := fmt.Sprintf("Waiting for OverridePolicies %s in namespace %s, which %s lists in dependentOverrides: nothing is propagated before them",
+		strings.Join(missing, ", "), tmpl.Namespace, p)
+	if prev, ok := r.waiting.Load(key); ok && prev == msg {
+		return
+	}
+	r.waiting.Store(key, msg)
+	r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, wellknown.EventReasonDependentOverridesMissing, "Propagate", msg)
 }
 
 // mergeSuspension takes the policy's dispatching fields and keeps the binding's own

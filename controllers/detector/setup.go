@@ -2,9 +2,11 @@ package detector
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -71,6 +73,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		}), policyChanged[*policyv1alpha1.ClusterPropagationPolicy]())); err != nil {
 		return err
 	}
+	// A template whose policy lists dependentOverrides waits for them: an OverridePolicy
+	// created (or deleted) brings back the templates of the policies that name it.
+	if err := c.Watch(source.TypedKind[*policyv1alpha1.OverridePolicy, Key](mgr.GetCache(), &policyv1alpha1.OverridePolicy{},
+		handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, op *policyv1alpha1.OverridePolicy) []Key {
+			return r.templatesWaitingFor(ctx, op.Namespace, op.Name)
+		}), predicate.TypedFuncs[*policyv1alpha1.OverridePolicy]{
+			UpdateFunc: func(e event.TypedUpdateEvent[*policyv1alpha1.OverridePolicy]) bool {
+				return (e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil)
+			},
+		})); err != nil {
+		return err
+	}
 	if err := mgr.Add(r.watcher); err != nil {
 		return err
 	}
@@ -116,6 +130,51 @@ func (r *Reconciler) templatesOfPolicy(ctx context.Context, namespace string, sp
 		}
 	}
 	return out
+}
+
+// templatesWaitingFor returns the templates in namespace of the policies whose
+// dependentOverrides name the OverridePolicy.
+func (r *Reconciler) templatesWaitingFor(ctx context.Context, namespace, name string) []Key {
+	var out []Key
+	pps := &policyv1alpha1.PropagationPolicyList{}
+	if err := r.Client.List(ctx, pps, client.InNamespace(namespace)); err == nil {
+		for i := range pps.Items {
+			if slices.Contains(pps.Items[i].Spec.DependentOverrides, name) {
+				out = append(out, r.templatesOfPolicy(ctx, namespace, &pps.Items[i].Spec, "", "")...)
+			}
+		}
+	}
+	cpps := &policyv1alpha1.ClusterPropagationPolicyList{}
+	if err := r.Client.List(ctx, cpps); err == nil {
+		for i := range cpps.Items {
+			if slices.Contains(cpps.Items[i].Spec.DependentOverrides, name) {
+				for _, k := range r.templatesOfPolicy(ctx, "", &cpps.Items[i].Spec, "", "") {
+					if k.Namespace == namespace {
+						out = append(out, k)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// RequeueKind reconciles every watched template of a kind again: its customization changed,
+// so its bindings may need another look (see ReplicaInterpreter.Revision).
+func (r *Reconciler) RequeueKind(gk schema.GroupKind) {
+	if r.watcher == nil {
+		return
+	}
+	select {
+	case <-r.watcher.queueReady:
+	default:
+		return // not started (or not the leader): the first sync lists everything anyway
+	}
+	for gvk := range r.watcher.watchedKinds() {
+		if gvk.GroupKind() == gk {
+			r.watcher.enqueue(r.watcher.list(context.Background(), gvk, "", nil)...)
+		}
+	}
 }
 
 // templatesInNamespace returns the watched templates of a namespace, of every kind. The

@@ -14,11 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -37,6 +39,31 @@ type WorkReconciler struct {
 	Client      client.Client
 	Members     *member.Manager
 	Interpreter StatusInterpreter
+
+	requeue chan event.GenericEvent
+}
+
+// RequeueKind reflects again the Works that carry a kind: its customization changed, so its
+// status and health may read differently now.
+func (r *WorkReconciler) RequeueKind(ctx context.Context, gk schema.GroupKind) {
+	if r.requeue == nil {
+		return
+	}
+	list := &workv1alpha1.WorkList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Cannot list Works to reflect again", "kind", gk)
+		return
+	}
+	for i := range list.Items {
+		w := &list.Items[i]
+		for _, mf := range w.Spec.Workload.Manifests {
+			var tm metav1.TypeMeta
+			if json.Unmarshal(mf.Raw, &tm) == nil && tm.GroupVersionKind().GroupKind() == gk {
+				r.requeue <- event.GenericEvent{Object: w}
+				break
+			}
+		}
+	}
 }
 
 // +kubebuilder:rbac:groups=work.karmada.io,resources=works,verbs=get;list;watch
@@ -126,9 +153,11 @@ func (r *WorkReconciler) apply(ctx context.Context, work *workv1alpha1.Work, sta
 
 // SetupWithManager registers the controller.
 func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	r.requeue = make(chan event.GenericEvent, 1024)
 	return ctrl.NewControllerManagedBy(mgr).Named("workstatus").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&workv1alpha1.Work{}, builder.WithPredicates(appliedChanged())).
+		WatchesRawSource(source.Channel(r.requeue, &handler.EnqueueRequestForObject{})).
 		WatchesRawSource(source.Channel(r.Members.Subscribe(), execution.MemberEventHandler(mgr.GetClient()))).
 		Complete(r)
 }

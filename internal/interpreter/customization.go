@@ -66,3 +66,15 @@ func (i Interpreter) custom(obj *unstructured.Unstructured, op Operation) (Custo
 	}
 	return c, true
 }
+
+// Revision is the revision of gvk's customization, "" when it has none.
+func (i Interpreter) Revision(gvk schema.GroupVersionKind) string {
+	if i.Customizations == nil {
+		return ""
+	}
+	c, ok := i.Customizations.Lookup(gvk)
+	if !ok {
+		return ""
+	}
+	return c.Revision()
+}

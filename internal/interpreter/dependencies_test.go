@@ -78,4 +78,3 @@ func TestGetDependenciesErrors(t *testing.T) {
 		}
 	}
 }
-
