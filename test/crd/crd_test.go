@@ -314,6 +314,27 @@ metadata: {name: bad, namespace: invalid}
 spec:
   resource: {apiVersion: v1, kind: ConfigMap, name: x}
   conflictResolution: Replace`, []string{"spec.conflictResolution", "Unsupported value", "Overwrite"}},
+	{"ResourceInterpreterCustomization without any script", `
+apiVersion: config.karmada.io/v1alpha1
+kind: ResourceInterpreterCustomization
+metadata: {name: bad}
+spec:
+  target: {apiVersion: example.io/v1, kind: Cache}
+  customizations: {}`, []string{"spec.customizations", "at least one script"}},
+	{"ResourceInterpreterCustomization with an empty script", `
+apiVersion: config.karmada.io/v1alpha1
+kind: ResourceInterpreterCustomization
+metadata: {name: bad}
+spec:
+  target: {apiVersion: example.io/v1, kind: Cache}
+  customizations: {healthInterpretation: {luaScript: ""}}`, []string{"spec.customizations.healthInterpretation.luaScript"}},
+	{"ResourceInterpreterCustomization with a malformed apiVersion", `
+apiVersion: config.karmada.io/v1alpha1
+kind: ResourceInterpreterCustomization
+metadata: {name: bad}
+spec:
+  target: {apiVersion: a/b/c, kind: Cache}
+  customizations: {healthInterpretation: {luaScript: "function InterpretHealth(o) return true end"}}`, []string{"spec.target.apiVersion", "'group/version'"}},
 }
 
 var _ = Describe("Invalid objects", func() {
@@ -351,6 +372,8 @@ var _ = Describe("kubectl get columns", func() {
 		{"work.karmada.io", "v1alpha2", "resourcebindings", true, []string{"Name", "READY", "SCHEDULED", "FULLYAPPLIED", "AGE"}, []string{"CLUSTERS"}},
 		{"work.karmada.io", "v1alpha2", "clusterresourcebindings", false, []string{"Name", "READY", "SCHEDULED", "FULLYAPPLIED", "AGE"}, []string{"CLUSTERS"}},
 		{"work.karmada.io", "v1alpha1", "works", true, []string{"Name", "WORKLOAD-KIND", "APPLIED", "AGE"}, nil},
+		{"config.karmada.io", "v1alpha1", "resourceinterpretercustomizations", false,
+			[]string{"Name", "Target-API-Version", "Target-Kind", "Loaded", "Age"}, []string{"Scripts-Healthy"}},
 	}
 	for _, pc := range cases {
 		It("prints the intended columns for "+pc.resource, func(ctx context.Context) {
@@ -399,7 +422,8 @@ var _ = Describe("kubectl get columns", func() {
 			}
 		}
 		sort.Strings(inCategory)
-		Expect(inCategory).To(Equal([]string{"clusteroverridepolicies", "clusterpropagationpolicies", "clusterresourcebindings", "clusters", "overridepolicies", "propagationpolicies", "resourcebindings", "works"}))
+		Expect(inCategory).To(Equal([]string{"clusteroverridepolicies", "clusterpropagationpolicies", "clusterresourcebindings", "clusters", "overridepolicies", "propagationpolicies", "resourcebindings", "resourceinterpretercustomizations", "works"}))
+		Expect(short).To(HaveKeyWithValue("resourceinterpretercustomizations", []string{"ric"}))
 		Expect(short).To(HaveKeyWithValue("propagationpolicies", []string{"pp"}))
 		Expect(short).To(HaveKeyWithValue("clusterpropagationpolicies", []string{"cpp"}))
 		Expect(short).To(HaveKeyWithValue("overridepolicies", []string{"op"}))
