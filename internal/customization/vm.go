@@ -145,9 +145,9 @@ type vm struct {
 	base    []entry
 	libs    []library
 	kube    []entry
-	helpers []lua.LValue // the hidden functions rewritten scripts call; see rewrite.go
+	helpers []lua.LValue   // the hidden functions rewritten scripts call; see rewrite.go
 	handler *lua.LFunction // the error handler of protected calls: see pcall
-	broken  bool         // a call failed in a way that may leave the state unusable
+	broken  bool           // a call failed in a way that may leave the state unusable
 }
 
 // newVM makes a Lua state with only the sandbox's functions reachable.
