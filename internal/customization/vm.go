@@ -122,6 +122,10 @@ func (b *budget) err() error {
 	return nil
 }
 
+// registryGrowStep is how many slots Lua's value stack grows by at a time. gopher-lua's
+// default, 32, copies the whole stack every 32 pushes: filling 65536 slots would copy a GiB.
+const registryGrowStep = 8192
+
 // entry is a named value of the sandbox.
 type entry struct {
 	name  string
@@ -146,18 +150,24 @@ type vm struct {
 	libs    []library
 	kube    []entry
 	helpers []lua.LValue   // the hidden functions rewritten scripts call; see rewrite.go
-	handler *lua.LFunction // the error handler of protected calls: see pcall
+	handler    *lua.LFunction // the error handler of protected calls: see pcall
+	trampoline *lua.LFunction // see protected
+	nret       int            // results the trampoline's call returns
+	innerErr   error          // the error the trampoline's call returned
 	broken  bool           // a call failed in a way that may leave the state unusable
 }
 
 // newVM makes a Lua state with only the sandbox's functions reachable.
 func newVM(lim *limits) (v *vm, err error) {
+	// Not MinimizeStackMemory: gopher-lua's growing call stack dereferences a freed
+	// segment when errors are caught at its full depth (a nil-pointer panic per error, and a
+	// call running for twice its deadline).
 	L := lua.NewState(lua.Options{
 		SkipOpenLibs:        true,
 		CallStackSize:       lim.callStackSize,
 		RegistrySize:        lim.registrySize,
 		RegistryMaxSize:     lim.registryMaxSize,
-		MinimizeStackMemory: true,
+		RegistryGrowStep:    registryGrowStep,
 	})
 	defer func() {
 		if r := recover(); r != nil {
@@ -220,18 +230,32 @@ func (v *vm) table(l library) *lua.LTable {
 // call runs one script: its chunk, in fresh globals, then the function it defines, with
 // args (made by the caller in this state after begin). It returns nret results.
 func (v *vm) call(s *script, args []lua.LValue, nret int) ([]lua.LValue, error) {
-	L := v.L
-	chunk := L.NewFunctionFromProto(s.proto)
+	chunk := v.L.NewFunctionFromProto(s.proto)
 	env := v.env()
 	chunk.Env = env
-	if err := L.CallByParam(lua.P{Fn: chunk, Protect: true, Handler: v.handler}, v.helpers...); err != nil {
-		return nil, v.failed(err)
+	if _, err := v.protected(chunk, 0, v.helpers...); err != nil {
+		return nil, err
 	}
 	fn, ok := env.RawGetString(s.fn).(*lua.LFunction)
 	if !ok {
 		return nil, fmt.Errorf("the script does not define function %s", s.fn)
 	}
-	if err := L.CallByParam(lua.P{Fn: fn, NRet: nret, Protect: true, Handler: v.handler}, args...); err != nil {
+	return v.protected(fn, nret, args...)
+}
+
+// protected calls fn in two layers of protection. The inner call has an error handler that
+// returns the error as it is, because without one gopher-lua writes a stack traceback with
+// a line for every tail call the failed frame made, which a script can make millions of.
+// The outer call has no handler, because gopher-lua's handler path cannot itself handle an
+// error when the value stack is full (it panics out of the protected call).
+func (v *vm) protected(fn *lua.LFunction, nret int, args ...lua.LValue) ([]lua.LValue, error) {
+	L := v.L
+	v.nret, v.innerErr = nret, nil
+	err := L.CallByParam(lua.P{Fn: v.trampoline, NRet: nret, Protect: true}, append([]lua.LValue{fn}, args...)...)
+	if err == nil {
+		err = v.innerErr
+	}
+	if err != nil {
 		return nil, v.failed(err)
 	}
 	if err := v.b.err(); err != nil {
@@ -244,6 +268,16 @@ func (v *vm) call(s *script, args []lua.LValue, nret int) ([]lua.LValue, error) 
 	}
 	L.SetTop(0)
 	return rets, nil
+}
+
+// trampoline is the outer layer of protected: it calls the function below its arguments
+// with the error handler, and keeps the error rather than raising it again.
+func (v *vm) trampolineFn(L *lua.LState) int {
+	if err := L.PCall(L.GetTop()-1, v.nret, v.handler); err != nil {
+		v.innerErr = err
+		return 0
+	}
+	return v.nret
 }
 
 // begin starts the budget of a call.
@@ -275,6 +309,7 @@ func (v *vm) failed(err error) error {
 // for every tail call the failed frame made, which a script could make millions of.
 func (v *vm) pcall(L *lua.LState) int {
 	L.CheckAny(1)
+	v.b.work(checkEvery) // a caught error can be costly (a Go panic through nested calls): look at the clock
 	if err := L.PCall(L.GetTop()-1, lua.MultRet, v.handler); err != nil {
 		L.Push(lua.LFalse)
 		var aerr *lua.ApiError
