@@ -141,20 +141,20 @@ type library struct {
 
 // vm is a Lua state with Flotilla's sandbox, used by one call at a time.
 type vm struct {
-	L       *lua.LState
-	b       budget
-	lim     *limits
-	listMT  *lua.LTable // marks the tables made from Go lists
-	objMT   *lua.LTable // marks the tables made from Go maps
-	base    []entry
-	libs    []library
-	kube    []entry
-	helpers []lua.LValue   // the hidden functions rewritten scripts call; see rewrite.go
+	L          *lua.LState
+	b          budget
+	lim        *limits
+	listMT     *lua.LTable // marks the tables made from Go lists
+	objMT      *lua.LTable // marks the tables made from Go maps
+	base       []entry
+	libs       []library
+	kube       []entry
+	helpers    []lua.LValue   // the hidden functions rewritten scripts call; see rewrite.go
 	handler    *lua.LFunction // the error handler of protected calls: see pcall
 	trampoline *lua.LFunction // see protected
 	nret       int            // results the trampoline's call returns
 	innerErr   error          // the error the trampoline's call returned
-	broken  bool           // a call failed in a way that may leave the state unusable
+	broken     bool           // a call failed in a way that may leave the state unusable
 }
 
 // newVM makes a Lua state with only the sandbox's functions reachable.
@@ -163,11 +163,11 @@ func newVM(lim *limits) (v *vm, err error) {
 	// segment when errors are caught at its full depth (a nil-pointer panic per error, and a
 	// call running for twice its deadline).
 	L := lua.NewState(lua.Options{
-		SkipOpenLibs:        true,
-		CallStackSize:       lim.callStackSize,
-		RegistrySize:        lim.registrySize,
-		RegistryMaxSize:     lim.registryMaxSize,
-		RegistryGrowStep:    registryGrowStep,
+		SkipOpenLibs:     true,
+		CallStackSize:    lim.callStackSize,
+		RegistrySize:     lim.registrySize,
+		RegistryMaxSize:  lim.registryMaxSize,
+		RegistryGrowStep: registryGrowStep,
 	})
 	defer func() {
 		if r := recover(); r != nil {
