@@ -331,7 +331,7 @@ func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Mem
 	if err != nil {
 		return nil, err
 	}
-	if err := memberobject.CheckConflict(cur, obj, r.HostID); err != nil {
+	if err := memberobject.CheckConflict(cur, obj, r.HostID); err != nil && !r.madeNamespace(cur) {
 		return nil, err
 	}
 	desired, err := r.retain(ctx, m, obj, cur, live)
@@ -454,12 +454,27 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, cluster string, m *mem
 	if _, ok := known.names.Load(ns); ok {
 		return nil
 	}
-	err := m.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	if r.HostID != "" {
+		// Not managed (no karmada.io/managed: no Work made it, and none deletes it), but
+		// made by this host: a Work of the Namespace itself may take it over.
+		n.Annotations = map[string]string{wellknown.HostIDAnnotation: r.HostID}
+	}
+	err := m.Client.Create(ctx, n)
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s in member: %w", ns, err)
 	}
 	known.names.Store(ns, struct{}{})
 	return nil
+}
+
+// madeNamespace reports whether cur is a member namespace that ensureNamespace made for the
+// objects of this host's Works: a Namespace template selected by a ClusterPropagationPolicy
+// takes it over, whichever of the two came first.
+func (r *Reconciler) madeNamespace(cur *unstructured.Unstructured) bool {
+	return cur != nil && r.HostID != "" && cur.GroupVersionKind().GroupKind() == schema.GroupKind{Kind: "Namespace"} &&
+		cur.GetLabels()[wellknown.ManagedLabel] != wellknown.ManagedLabelValue &&
+		cur.GetAnnotations()[wellknown.HostIDAnnotation] == r.HostID
 }
 
 // finalize deletes the member objects unless the Work preserves them or its Cluster is being

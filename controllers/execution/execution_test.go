@@ -303,3 +303,33 @@ var _ = Describe("Custom resources whose CRD the member does not serve", Ordered
 		Expect(memberGone(ctx, "member1", crd)()).To(BeTrue())
 	})
 })
+
+var _ = Describe("Works of a Namespace", func() {
+	namespace := func(name string) *corev1.Namespace {
+		return &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"team": "blue"}}}
+	}
+
+	It("take over the namespace made for the objects of other Works", func(ctx SpecContext) {
+		ns := namespace("exec-ns-made")
+		cm := createWork(ctx, "member2", fleettest.ConfigMap(ns.Name, "cfg", map[string]string{"k": "v"}))
+		env.ExpectApplied(ctx, cm, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		made := memberObject(ctx, Default, "member2", ns)
+		Expect(made.Labels).NotTo(HaveKey(wellknown.ManagedLabel), "a namespace made for a Work's objects is no Work's")
+
+		w := createWork(ctx, "member2", ns)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		got := memberObject(ctx, Default, "member2", ns)
+		Expect(got.UID).To(Equal(made.UID))
+		Expect(got.Labels).To(HaveKeyWithValue("team", "blue"))
+		Expect(got.Labels).To(HaveKeyWithValue(wellknown.ManagedLabel, wellknown.ManagedLabelValue))
+	})
+
+	It("leave a namespace someone else made alone (Conflict)", func(ctx SpecContext) {
+		ns := namespace("exec-ns-theirs")
+		Expect(env.Members["member2"].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}})).To(Succeed())
+		w := createWork(ctx, "member2", ns)
+		env.ExpectApplied(ctx, w, metav1.ConditionFalse, wellknown.ReasonConflict)
+		Expect(memberObject(ctx, Default, "member2", ns).Labels).NotTo(HaveKey("team"))
+	})
+})
