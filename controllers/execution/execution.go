@@ -78,6 +78,9 @@ type Reconciler struct {
 	HostID string
 	// MemberWorkers is how many Works of one member are applied at once.
 	MemberWorkers int
+	// KindServed, when set, is told that a CRD applied to cluster is Established there: the
+	// member serves a new kind (the cluster controller collects the member's APIs again).
+	KindServed func(cluster string)
 
 	queues *memberqueue.Queues[types.NamespacedName]
 
@@ -90,6 +93,9 @@ type Reconciler struct {
 	namespaces sync.Map // cluster → *knownNamespaces
 	// waiting are the Works waiting for their member to serve a kind.
 	waiting kindWaits
+	// established remembers, per Work of a CRD, the UID of the member CRD last seen
+	// Established, so that KindServed is told once.
+	established sync.Map // types.UID → types.UID
 }
 
 type appliedState struct {
@@ -190,7 +196,7 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 		}
 	}
 	if r.upToDate(ctx, m, work, objs) {
-		r.wakeWaiting(ctx, cluster, m, objs)
+		r.crdsEstablished(ctx, cluster, m, work, objs)
 		// Nothing to apply, but the condition may still say otherwise (Unknown after a blip,
 		// a failure whose retry found the object already right): repair it.
 		return ctrl.Result{}, r.setApplied(ctx, work, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful, appliedMessage)
@@ -220,7 +226,7 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 		applied = append(applied, out)
 	}
 	r.remember(work, objs)
-	r.wakeWaiting(ctx, cluster, m, objs)
+	r.crdsEstablished(ctx, cluster, m, work, objs)
 	// The first manifest statuses come from the apply's answer, in the same write as the
 	// condition; the work-status controller keeps them current afterwards.
 	var statuses []workv1alpha1.ManifestStatus
@@ -520,6 +526,7 @@ func (r *Reconciler) finalize(ctx context.Context, cluster string, work *workv1a
 	}
 	r.applied.Delete(work.UID)
 	r.written.Delete(work.UID)
+	r.established.Delete(work.UID)
 	patch := client.MergeFrom(work.DeepCopy())
 	controllerutil.RemoveFinalizer(work, wellknown.ExecutionControllerFinalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, work, patch))

@@ -103,17 +103,12 @@ func (r *Reconciler) waitForKind(ctx context.Context, cluster string, work *work
 
 var crdKind = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
 
-// wakeWaiting brings back at once the Works of cluster waiting for a kind that one of objs,
-// CRDs applied to the member, defines, when the member cache shows it Established.
-func (r *Reconciler) wakeWaiting(ctx context.Context, cluster string, m *member.Member, objs []*unstructured.Unstructured) {
+// crdsEstablished acts on the CRDs among objs, applied by work, once the member cache shows
+// them Established: it brings back at once the Works of cluster waiting for their kinds, and
+// tells KindServed, once per CRD, so that the scheduler learns of the new kind now.
+func (r *Reconciler) crdsEstablished(ctx context.Context, cluster string, m *member.Member, work *workv1alpha1.Work, objs []*unstructured.Unstructured) {
 	for _, obj := range objs {
 		if obj.GroupVersionKind().GroupKind() != crdKind {
-			continue
-		}
-		group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "kind")
-		keys := r.waiting.of(cluster, schema.GroupKind{Group: group, Kind: kind})
-		if len(keys) == 0 {
 			continue
 		}
 		cur := &unstructured.Unstructured{}
@@ -121,8 +116,13 @@ func (r *Reconciler) wakeWaiting(ctx context.Context, cluster string, m *member.
 		if err := m.Cached().Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil || !established(cur) {
 			continue // its Established update brings this Work back
 		}
-		for _, k := range keys {
+		group, _, _ := unstructured.NestedString(cur.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(cur.Object, "spec", "names", "kind")
+		for _, k := range r.waiting.of(cluster, schema.GroupKind{Group: group, Kind: kind}) {
 			r.queues.Add(cluster, k)
+		}
+		if prev, ok := r.established.Swap(work.UID, cur.GetUID()); r.KindServed != nil && (!ok || prev != cur.GetUID()) {
+			r.KindServed(cluster)
 		}
 	}
 }
