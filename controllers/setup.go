@@ -156,7 +156,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 			return nil, err
 		}
 	}
-	if err := (&cluster.Reconciler{Members: members}).SetupWithManager(mgr, cluster.Options{
+	clusters := &cluster.Reconciler{Members: members}
+	if err := clusters.SetupWithManager(mgr, cluster.Options{
 		ProbeInterval: o.ProbeInterval, StatusInterval: o.StatusInterval, Workers: o.Workers,
 	}); err != nil {
 		return nil, err
@@ -167,7 +168,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	}
 	if err := (&execution.Reconciler{
 		Client: mgr.GetClient(), Members: members, Recorder: mgr.GetEventRecorder("execution-controller"), Interpreter: interp,
-		HostID: hostID, MemberWorkers: o.MemberWorkers,
+		HostID: hostID, MemberWorkers: o.MemberWorkers, KindServed: clusters.RefreshStatus,
 	}).SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
 	}

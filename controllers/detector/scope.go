@@ -66,7 +66,9 @@ func systemNamespace(ns string) bool {
 }
 
 // skippedObject reports objects the host makes in every namespace, which policies selecting a
-// whole kind must not drag along.
+// whole kind must not drag along; and the system namespaces themselves (kube-*, Flotilla's
+// and Karmada's, the execution namespaces), which are never propagated, as Namespace
+// templates of a ClusterPropagationPolicy either.
 func skippedObject(gvk schema.GroupVersionKind, name string) bool {
 	if gvk.Group != "" {
 		return false
@@ -76,6 +78,8 @@ func skippedObject(gvk schema.GroupVersionKind, name string) bool {
 		return name == "kube-root-ca.crt"
 	case "ServiceAccount":
 		return name == "default"
+	case "Namespace":
+		return systemNamespace(name)
 	}
 	return false
 }

@@ -6,6 +6,10 @@
 // else: it is left alone, and the Work's Applied condition says so, unless the binding's
 // conflictResolution is Overwrite. When a member is not connected the Work is marked
 // Applied=Unknown and left; the member's reconnect brings every Work of that cluster back.
+// A Work of a kind the member does not serve (a custom resource whose CRD is not there, or
+// not Established, yet) is marked Applied=False (KindNotServed) and waits, looking again
+// after 1 s, doubling up to 30 s, and at once when a Work's CRD of that kind is Established
+// in the member (notserved.go).
 package execution
 
 import (
@@ -21,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -73,6 +78,9 @@ type Reconciler struct {
 	HostID string
 	// MemberWorkers is how many Works of one member are applied at once.
 	MemberWorkers int
+	// KindServed, when set, is told that a CRD applied to cluster is Established there: the
+	// member serves a new kind (the cluster controller collects the member's APIs again).
+	KindServed func(cluster string)
 
 	queues *memberqueue.Queues[types.NamespacedName]
 
@@ -83,6 +91,11 @@ type Reconciler struct {
 	written sync.Map // types.UID → metav1.Condition
 	// namespaces remembers, per member connection, the namespaces known to exist there.
 	namespaces sync.Map // cluster → *knownNamespaces
+	// waiting are the Works waiting for their member to serve a kind.
+	waiting kindWaits
+	// established remembers, per Work of a CRD, the UID of the member CRD last seen
+	// Established, so that KindServed is told once.
+	established sync.Map // types.UID → types.UID
 }
 
 type appliedState struct {
@@ -121,6 +134,18 @@ func (r *Reconciler) Reconcile(_ context.Context, req ctrl.Request) (ctrl.Result
 func (r *Reconciler) sync(ctx context.Context, cluster string, key types.NamespacedName) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("Work", key.String())
 	ctx = ctrl.LoggerInto(ctx, log)
+	// A Work whose kind the member does not serve waits with a backoff of its own, which any
+	// other outcome ends.
+	waiting := false
+	defer func() {
+		if !waiting {
+			r.waiting.done(key)
+		}
+	}()
+	waitForKind := func(work *workv1alpha1.Work, gvk schema.GroupVersionKind) (ctrl.Result, error) {
+		waiting = true
+		return r.waitForKind(ctx, cluster, work, gvk)
+	}
 	work := &workv1alpha1.Work{}
 	if err := r.Client.Get(ctx, key, work); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -163,10 +188,15 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 			if errors.Is(err, member.ErrNotConnected) {
 				return ctrl.Result{RequeueAfter: memberDownRetry}, nil
 			}
+			if meta.IsNoMatchError(err) {
+				// The member's mapper looked the group version up again before saying so.
+				return waitForKind(work, obj.GroupVersionKind())
+			}
 			return ctrl.Result{}, err
 		}
 	}
 	if r.upToDate(ctx, m, work, objs) {
+		r.crdsEstablished(ctx, cluster, m, work, objs)
 		// Nothing to apply, but the condition may still say otherwise (Unknown after a blip,
 		// a failure whose retry found the object already right): repair it.
 		return ctrl.Result{}, r.setApplied(ctx, work, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful, appliedMessage)
@@ -180,6 +210,10 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 				r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkFailed, "Apply", "%v", err)
 				return ctrl.Result{}, r.setApplied(ctx, work, metav1.ConditionFalse, wellknown.ReasonConflict, err.Error())
 			}
+			var notServed *kindNotServedError
+			if errors.As(err, &notServed) {
+				return waitForKind(work, notServed.gvk)
+			}
 			if isMemberDown(err) {
 				log.V(1).Info("Member did not answer; retrying", "error", err.Error())
 				return ctrl.Result{RequeueAfter: requestFailedRetry}, r.setApplied(ctx, work, metav1.ConditionUnknown, wellknown.ReasonClusterUnreachable, err.Error())
@@ -192,6 +226,7 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 		applied = append(applied, out)
 	}
 	r.remember(work, objs)
+	r.crdsEstablished(ctx, cluster, m, work, objs)
 	// The first manifest statuses come from the apply's answer, in the same write as the
 	// condition; the work-status controller keeps them current afterwards.
 	var statuses []workv1alpha1.ManifestStatus
@@ -302,7 +337,7 @@ func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Mem
 	if err != nil {
 		return nil, err
 	}
-	if err := memberobject.CheckConflict(cur, obj, r.HostID); err != nil {
+	if err := memberobject.CheckConflict(cur, obj, r.HostID); err != nil && !r.madeNamespace(cur) {
 		return nil, err
 	}
 	desired, err := r.retain(ctx, m, obj, cur, live)
@@ -337,6 +372,9 @@ func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Mem
 		}
 	}
 	if err != nil {
+		if served, serr := kindServed(ctx, m, obj.GroupVersionKind(), err); serr == nil && !served {
+			return nil, &kindNotServedError{gvk: obj.GroupVersionKind(), cluster: cluster}
+		}
 		return nil, fmt.Errorf("apply %s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
 	}
 	obj.SetGeneration(desired.GetGeneration())
@@ -422,12 +460,27 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, cluster string, m *mem
 	if _, ok := known.names.Load(ns); ok {
 		return nil
 	}
-	err := m.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	if r.HostID != "" {
+		// Not managed (no karmada.io/managed: no Work made it, and none deletes it), but
+		// made by this host: a Work of the Namespace itself may take it over.
+		n.Annotations = map[string]string{wellknown.HostIDAnnotation: r.HostID}
+	}
+	err := m.Client.Create(ctx, n)
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s in member: %w", ns, err)
 	}
 	known.names.Store(ns, struct{}{})
 	return nil
+}
+
+// madeNamespace reports whether cur is a member namespace that ensureNamespace made for the
+// objects of this host's Works: a Namespace template selected by a ClusterPropagationPolicy
+// takes it over, whichever of the two came first.
+func (r *Reconciler) madeNamespace(cur *unstructured.Unstructured) bool {
+	return cur != nil && r.HostID != "" && cur.GroupVersionKind().GroupKind() == schema.GroupKind{Kind: "Namespace"} &&
+		cur.GetLabels()[wellknown.ManagedLabel] != wellknown.ManagedLabelValue &&
+		cur.GetAnnotations()[wellknown.HostIDAnnotation] == r.HostID
 }
 
 // finalize deletes the member objects unless the Work preserves them or its Cluster is being
@@ -473,6 +526,7 @@ func (r *Reconciler) finalize(ctx context.Context, cluster string, work *workv1a
 	}
 	r.applied.Delete(work.UID)
 	r.written.Delete(work.UID)
+	r.established.Delete(work.UID)
 	patch := client.MergeFrom(work.DeepCopy())
 	controllerutil.RemoveFinalizer(work, wellknown.ExecutionControllerFinalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, work, patch))
@@ -483,6 +537,9 @@ func (r *Reconciler) deleteOne(ctx context.Context, m *member.Member, obj *unstr
 	cur := &unstructured.Unstructured{}
 	cur.SetGroupVersionKind(obj.GroupVersionKind())
 	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil // the member does not serve the kind: there is nothing of it to delete
+		}
 		return client.IgnoreNotFound(err)
 	}
 	if !memberobject.MayDelete(cur, obj, r.HostID) {

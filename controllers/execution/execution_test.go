@@ -2,10 +2,12 @@ package execution_test
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
 
@@ -235,5 +238,98 @@ var _ = Describe("Works created without the execution finalizer", func() {
 		}).WithContext(ctx).Should(ContainElement(wellknown.ExecutionControllerFinalizer))
 		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
 		Expect(memberGone(ctx, "member1", cm)()).To(BeFalse())
+	})
+})
+
+// warnings returns the Warning events regarding the Work.
+func warnings(ctx context.Context, g Gomega, w *workv1alpha1.Work) []eventsv1.Event {
+	var out []eventsv1.Event
+	for _, ev := range env.Events(ctx, g, w) {
+		if ev.Type == corev1.EventTypeWarning {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+var _ = Describe("Custom resources whose CRD the member does not serve", Ordered, func() {
+	const ns = "exec-crd"
+	typed := fleettest.CRD("exec.flotilla.test", "Widget")
+	crd := fleettest.AsUnstructured(typed)
+	cr := fleettest.CustomResource(typed, ns, "w1", map[string]any{"size": int64(3)})
+	var crWork, crdWork *workv1alpha1.Work
+
+	It("wait with Applied=False (KindNotServed) and one Warning event, not one per retry", func(ctx SpecContext) {
+		crWork = createWork(ctx, "member1", cr)
+		c := env.ExpectApplied(ctx, crWork, metav1.ConditionFalse, execution.ReasonKindNotServed)
+		Expect(c.Message).To(Equal("exec.flotilla.test/v1 Widget is not served by member1 yet; waiting for its CRD"))
+		Eventually(func(g Gomega) []eventsv1.Event { return warnings(ctx, g, crWork) }).WithContext(ctx).Should(HaveLen(1))
+		// Retries come after 1 s, then 2 s: a Warning per retry would make the event a series
+		// (the recorder writes the second occurrence as series.count 2).
+		Consistently(func(g Gomega) {
+			evs := warnings(ctx, g, crWork)
+			g.Expect(evs).To(HaveLen(1))
+			g.Expect(evs[0].Series).To(BeNil())
+			g.Expect(evs[0].Note).To(Equal(c.Message))
+		}).WithContext(ctx).WithTimeout(3500 * time.Millisecond).WithPolling(250 * time.Millisecond).Should(Succeed())
+		Expect(memberGone(ctx, "member1", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})()).To(BeTrue(),
+			"nothing is written to the member while the kind is not served")
+	})
+
+	It("are applied once their CRD, sent as a Work too, is served", func(ctx SpecContext) {
+		crdWork = createWork(ctx, "member1", crd)
+		env.ExpectApplied(ctx, crdWork, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		env.ExpectApplied(ctx, crWork, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		got := memberObject(ctx, Default, "member1", cr)
+		Expect(got.Object["spec"]).To(Equal(map[string]any{"size": int64(3)}))
+	})
+
+	It("wait again when their CRD is deleted from the member, and come back with it", func(ctx SpecContext) {
+		Expect(env.Host.Delete(ctx, crdWork)).To(Succeed())
+		Eventually(memberGone(ctx, "member1", crd)).WithContext(ctx).Should(BeTrue())
+		Eventually(fleettest.Gone(ctx, env.Host, crdWork)).WithContext(ctx).Should(BeTrue())
+		env.ExpectApplied(ctx, crWork, metav1.ConditionFalse, execution.ReasonKindNotServed)
+
+		crdWork = createWork(ctx, "member1", crd)
+		env.ExpectApplied(ctx, crWork, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Expect(memberGone(ctx, "member1", cr)()).To(BeFalse())
+	})
+
+	It("are deleted with their Work even when the member no longer serves their kind", func(ctx SpecContext) {
+		Expect(env.Host.Delete(ctx, crdWork)).To(Succeed())
+		Eventually(fleettest.Gone(ctx, env.Host, crdWork)).WithContext(ctx).Should(BeTrue())
+		Expect(env.Host.Delete(ctx, crWork)).To(Succeed())
+		Eventually(fleettest.Gone(ctx, env.Host, crWork)).WithContext(ctx).Should(BeTrue())
+		Expect(memberGone(ctx, "member1", crd)()).To(BeTrue())
+	})
+})
+
+var _ = Describe("Works of a Namespace", func() {
+	namespace := func(name string) *corev1.Namespace {
+		return &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"team": "blue"}}}
+	}
+
+	It("take over the namespace made for the objects of other Works", func(ctx SpecContext) {
+		ns := namespace("exec-ns-made")
+		cm := createWork(ctx, "member2", fleettest.ConfigMap(ns.Name, "cfg", map[string]string{"k": "v"}))
+		env.ExpectApplied(ctx, cm, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		made := memberObject(ctx, Default, "member2", ns)
+		Expect(made.Labels).NotTo(HaveKey(wellknown.ManagedLabel), "a namespace made for a Work's objects is no Work's")
+
+		w := createWork(ctx, "member2", ns)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		got := memberObject(ctx, Default, "member2", ns)
+		Expect(got.UID).To(Equal(made.UID))
+		Expect(got.Labels).To(HaveKeyWithValue("team", "blue"))
+		Expect(got.Labels).To(HaveKeyWithValue(wellknown.ManagedLabel, wellknown.ManagedLabelValue))
+	})
+
+	It("leave a namespace someone else made alone (Conflict)", func(ctx SpecContext) {
+		ns := namespace("exec-ns-theirs")
+		Expect(env.Members["member2"].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}})).To(Succeed())
+		w := createWork(ctx, "member2", ns)
+		env.ExpectApplied(ctx, w, metav1.ConditionFalse, wellknown.ReasonConflict)
+		Expect(memberObject(ctx, Default, "member2", ns).Labels).NotTo(HaveKey("team"))
 	})
 })

@@ -159,7 +159,7 @@ func clusterChanged() predicate.Predicate {
 			return o.Generation != n.Generation || !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 				(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
 				meta.IsStatusConditionTrue(o.Status.Conditions, wellknown.ClusterConditionReady) != meta.IsStatusConditionTrue(n.Status.Conditions, wellknown.ClusterConditionReady) ||
-				len(o.Status.APIEnablements) != len(n.Status.APIEnablements)
+				!equality.Semantic.DeepEqual(o.Status.APIEnablements, n.Status.APIEnablements)
 		},
 	}
 }

@@ -22,6 +22,7 @@ import (
 //     healthy. Ingress: needs an ingress point.
 //   - PodDisruptionBudget: observed, and currentHealthy reaches desiredHealthy.
 //   - CronJob, ConfigMap, Secret: healthy.
+//   - CustomResourceDefinition: healthy once its Established condition is True (crd.go).
 //   - Any other kind: Unknown when status.observedGeneration is older than
 //     metadata.generation (the conditions describe an older spec); Unhealthy when a Stalled,
 //     Failed or Degraded condition is True; else what a Ready condition says, or else an
@@ -79,6 +80,8 @@ func health(obj *unstructured.Unstructured) (workv1alpha1.ResourceHealth, error)
 		return pdbHealth(obj)
 	case cronJobKind, configMapKind, secretKind:
 		return workv1alpha1.ResourceHealthy, nil
+	case crdKind:
+		return crdHealth(obj)
 	}
 	return conditionsHealth(obj)
 }
