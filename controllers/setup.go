@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,12 +16,14 @@ import (
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/cluster"
+	customizationcontroller "github.com/flotilla-io/flotilla/controllers/customization"
 	"github.com/flotilla-io/flotilla/controllers/dependencies"
 	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/namespace"
 	schedulercontroller "github.com/flotilla-io/flotilla/controllers/scheduler"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
+	"github.com/flotilla-io/flotilla/internal/customization"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/memberqueue"
@@ -102,7 +105,34 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	})); err != nil {
 		return nil, err
 	}
-	interp := interpreter.Interpreter{}
+	// Customizations are loaded before anything interprets a template (LoadAll), and kept
+	// current by their controller on every replica.
+	var detectorRef *detector.Reconciler
+	var workStatusRef *workstatus.WorkReconciler
+	ricController := customizationcontroller.New(mgr.GetClient(), mgr.GetEventRecorder("customization-controller"), func(gk schema.GroupKind) {
+		// Existing templates and Works of the kind are looked at again (leader only: a
+		// replica that becomes leader looks at everything anyway).
+		select {
+		case <-mgr.Elected():
+		default:
+			return
+		}
+		if detectorRef != nil {
+			detectorRef.RequeueKind(gk)
+		}
+		if workStatusRef != nil {
+			go workStatusRef.RequeueKind(ctx, gk)
+		}
+	})
+	store := customization.NewStore(customization.Options{OnFailure: ricController.Failed})
+	ricController.Store = store
+	if err := ricController.LoadAll(ctx, mgr.GetAPIReader()); err != nil {
+		ctrl.LoggerFrom(ctx).Info("Cannot list ResourceInterpreterCustomizations at start; their controller loads them", "error", err.Error())
+	}
+	if err := ricController.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	interp := interpreter.Interpreter{Customizations: store}
 	if err := binding.SetupIndexes(ctx, mgr); err != nil {
 		return nil, err
 	}
@@ -128,10 +158,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	if err := deps.SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
 	}
-	if err := (&detector.Reconciler{
+	detectorRef = &detector.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("detector"), Interpreter: interp, Dependencies: deps,
-	}).SetupWithManager(mgr, detector.Options{Workers: o.Workers}); err != nil {
+	}
+	if err := detectorRef.SetupWithManager(mgr, detector.Options{Workers: o.Workers}); err != nil {
 		return nil, err
 	}
 	newRB := func() client.Object { return &workv1alpha2.ResourceBinding{} }
@@ -172,9 +203,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	}).SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
 	}
-	if err := (&workstatus.WorkReconciler{
-		Client: mgr.GetClient(), Members: members, Interpreter: interp,
-	}).SetupWithManager(mgr, o.Workers); err != nil {
+	workStatusRef = &workstatus.WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: interp}
+	if err := workStatusRef.SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
 	}
 	return members, nil

@@ -29,7 +29,7 @@ import (
 
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
-	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/customization"
 )
 
 // Store holds the customizations in use.
@@ -42,12 +42,7 @@ type Store interface {
 }
 
 // Failure is a script that failed while running.
-type Failure struct {
-	Customization string
-	Operation     interpreter.Operation
-	Object        string
-	Err           error
-}
+type Failure = customization.Failure
 
 // Reconciler keeps the Store in step with the customizations on the host. Create it with New.
 type Reconciler struct {
