@@ -31,6 +31,7 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/bindings"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 // AggregateFieldOwner is the field manager of status.aggregatedStatus and FullyApplied.
@@ -178,6 +179,22 @@ func (r *AggregateReconciler) writeTemplateStatus(ctx context.Context, key types
 		// The hold denies new Pods in held namespaces: a Pod template there predates the
 		// hold and runs on the host, and its status is its kubelet's.
 		return nil
+	default:
+		if c, ok := r.Interpreter.(interface {
+			Customized(schema.GroupVersionKind, interpreter.Operation) bool
+		}); ok && c.Customized(tmpl.GroupVersionKind(), interpreter.OperationAggregateStatus) && r.APIReader != nil {
+			// A customization's AggregateStatus gets the whole template, as in Karmada: its
+			// script may read the spec.
+			cur := &unstructured.Unstructured{}
+			cur.SetGroupVersionKind(tmpl.GroupVersionKind())
+			if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: tmpl.GetNamespace(), Name: tmpl.GetName()}, cur); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			if cur.GetUID() != spec.Resource.UID {
+				return nil
+			}
+			tmpl = cur
+		}
 	case jobKind, pvcKind:
 		if r.APIReader == nil {
 			return nil

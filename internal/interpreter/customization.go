@@ -78,3 +78,11 @@ func (i Interpreter) Revision(gvk schema.GroupVersionKind) string {
 	}
 	return c.Revision()
 }
+
+// Customized reports whether a customization takes over op for gvk.
+func (i Interpreter) Customized(gvk schema.GroupVersionKind, op Operation) bool {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	_, ok := i.custom(u, op)
+	return ok
+}

@@ -36,6 +36,19 @@ function InterpretHealth(obj)
   return obj.status ~= nil and obj.status.readyNodes == obj.spec.size
 end`
 
+// cacheAggregate sums the members' ready nodes onto the template, reading its spec.
+const cacheAggregate = `
+function AggregateStatus(desired, items)
+  local ready = 0
+  for i = 1, #items do
+    if items[i].status ~= nil and items[i].status.readyNodes ~= nil then
+      ready = ready + items[i].status.readyNodes
+    end
+  end
+  desired.status = {readyNodes = ready, size = desired.spec.size}
+  return desired
+end`
+
 const cacheReflect = `
 function ReflectStatus(obj)
   if obj.status == nil then return nil end
@@ -81,6 +94,7 @@ var _ = Describe("ResourceInterpreterCustomization", func() {
 					ReplicaRevision:      &configv1alpha1.ReplicaRevision{LuaScript: cacheRevise},
 					HealthInterpretation: &configv1alpha1.HealthInterpretation{LuaScript: cacheHealth},
 					StatusReflection:     &configv1alpha1.StatusReflection{LuaScript: cacheReflect},
+					StatusAggregation:    &configv1alpha1.StatusAggregation{LuaScript: cacheAggregate},
 				},
 			}}
 		Expect(env.Host.Create(ctx, ric)).To(Succeed())
@@ -159,6 +173,15 @@ var _ = Describe("ResourceInterpreterCustomization", func() {
 			"member1": string(workv1alpha1.ResourceHealthy) + ` {"phase":"Warming","readyNodes":4}`,
 			"member2": string(workv1alpha1.ResourceHealthy) + ` {"phase":"Warming","readyNodes":2}`,
 		}))
+
+		By("the customization's AggregateStatus writes the fleet's status onto the template")
+		Eventually(func(g Gomega) map[string]any {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(cacheGVK)
+			g.Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(cache), u)).To(Succeed())
+			status, _, _ := unstructured.NestedMap(u.Object, "status")
+			return status
+		}).WithContext(ctx).Should(Equal(map[string]any{"readyNodes": int64(6), "size": int64(6)}))
 
 		By("editing the customization changes health and replicas without a restart")
 		Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(ric), ric)).To(Succeed())
