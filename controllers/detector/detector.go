@@ -526,7 +526,8 @@ func (r *Reconciler) policyFields(ctx context.Context, tmpl *metav1.PartialObjec
 	s := p.Spec
 	out := workv1alpha2.ResourceBindingSpec{
 		Placement:                   s.Placement.DeepCopy(),
-		PropagateDeps:               s.PropagateDeps,
+		// association is Karmada's deprecated name for propagateDeps.
+		PropagateDeps:               s.PropagateDeps || s.Association,
 		SchedulerName:               s.SchedulerName,
 		Failover:                    s.Failover.DeepCopy(),
 		ConflictResolution:          s.ConflictResolution,
