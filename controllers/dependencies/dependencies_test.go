@@ -246,6 +246,21 @@ var _ = Describe("propagateDeps", func() {
 		}, timeout).Should(Succeed())
 	})
 
+	It("takes Karmada's deprecated association: true as propagateDeps", func(ctx SpecContext) {
+		const ns = "deps-association"
+		env.TemplateNamespace(ctx, ns)
+		for _, o := range []client.Object{fleettest.ConfigMap(ns, "settings", nil), secret(ns, "credentials"), serviceAccount(ns, "runner")} {
+			Expect(env.Host.Create(ctx, o)).To(Succeed())
+		}
+		Expect(env.Host.Create(ctx, app(ns, "old", "settings"))).To(Succeed())
+		pp := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old"},
+			Spec: policyv1alpha1.PropagationSpec{Association: true,
+				ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "old"}}}}
+		Expect(env.Host.Create(ctx, pp)).To(Succeed())
+		schedule(ctx, ns, "Deployment", "old", "member1")
+		Eventually(func(g Gomega) []string { return workClusters(ctx, g, "ConfigMap", ns, "settings") }, timeout).Should(ConsistOf("member1"))
+	})
+
 	It("does nothing for policies without propagateDeps", func(ctx SpecContext) {
 		const ns = "deps-off"
 		env.TemplateNamespace(ctx, ns)
