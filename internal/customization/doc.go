@@ -12,9 +12,11 @@
 // Apply parses every script, checks that it defines its function, rewrites it (rewrite.go)
 // and compiles it once to a gopher-lua FunctionProto; errors name the operation and the
 // line. Each call then runs the compiled chunk in a Lua state taken from the
-// customization's pool, with fresh globals, so that nothing a call leaves in its globals
-// or in its copies of the string, table and math libraries is seen by the next one, then
-// calls the function.
+// customization's pool, with globals of its own, then calls the function. The globals
+// inherit the sandbox's functions and libraries (so pairs(_G) lists only what the script
+// set, and assigning nil to a sandbox function does not hide it); nothing a call leaves in
+// its globals is seen by the next. A call that changes a library table (string.upper = f)
+// sees its change, and its state is then closed rather than reused.
 //
 // # Sandbox
 //
