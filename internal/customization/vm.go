@@ -98,7 +98,7 @@ func (b *budget) work(n int) {
 // call is over its memory budget.
 func (b *budget) charge(n int64) {
 	if n < 0 || b.used+n > b.limit || b.overMem {
-		b.over(fmt.Sprintf("%d bytes allocated", b.limit))
+		b.over(fmt.Sprintf("more than %d bytes allocated", b.limit))
 	}
 	b.used += n
 }
