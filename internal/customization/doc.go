@@ -48,16 +48,16 @@
 //   - Memory (MemoryBudget, default 16 MiB): scripts are rewritten so that every string
 //     concatenation, table constructor, assignment to a table field and function closure
 //     goes through a Go function that charges an estimate of what it allocates (a table 256
-//     bytes, a new field or element 64, a nil slot gopher-lua fills in 16, a closure 256, a
-//     string its length plus 32); so do table.insert, table.sort, the string functions,
-//     tostring and the kube helpers. The charge is cumulative: garbage counts too. What is
-//     bounded is therefore everything a script can keep: tables, their fields, strings and
-//     closures (a loop inserting into a table forever, a linked list grown forever,
-//     t[1e7] = x, which gopher-lua would fill with ten million nils). The accounting is an
-//     estimate, not a measurement of Go's heap: it bounds a call's memory to a small
-//     multiple of the budget, not to the byte (the budget tests measure what the worst
-//     scripts make Go allocate, garbage included: up to about four times the budget, for a
-//     table given new string keys forever).
+//     bytes, a new list element 32, any other new key 128, a nil gopher-lua fills in 16, a
+//     closure 256, a string its length plus 32); so do table.insert, table.sort, the
+//     string functions, tostring and the kube helpers. The charge is cumulative: garbage
+//     counts too. What is bounded is therefore everything a script can keep: tables, their
+//     fields, strings and closures (a loop inserting into a table forever, a linked list
+//     grown forever, t[1e7] = x, which gopher-lua would fill with ten million nils). The
+//     accounting is an estimate, not a measurement of Go's heap: it bounds a call's memory
+//     to a small multiple of the budget, not to the byte (the budget tests measure what the
+//     worst scripts make Go allocate, garbage included: up to about three times the
+//     budget, for a list grown forever).
 //   - Strings (MaxStringBytes, default 1 MiB): no string longer than this can be made, by
 //     .., string.rep, string.format, string.gsub or table.concat (string.rep("x", 1e10)
 //     and a string doubled in a loop fail at once).
