@@ -3,6 +3,8 @@ package customization
 import (
 	"strings"
 	"testing"
+
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 // check runs body as InterpretHealth and wants it to return true.
@@ -165,5 +167,34 @@ func TestRuntimeErrorLines(t *testing.T) {
 		if strings.Contains(err.Error(), "stack traceback") || strings.Contains(err.Error(), "script:") {
 			t.Errorf("error %q has a traceback or the chunk's name", err)
 		}
+	}
+}
+
+// TestPathologicalScripts: scripts at the edges of the parser and the compiler compile or
+// fail with an error, and run or fail with one; none panics.
+func TestPathologicalScripts(t *testing.T) {
+	const n = 5000
+	for _, src := range []string{
+		"return " + strings.Repeat("(", n) + "true" + strings.Repeat(")", n),
+		"return " + strings.Repeat("{", n) + strings.Repeat("}", n) + " ~= nil",
+		"return obj" + strings.Repeat(".a", n) + " == nil",
+		"return " + strings.Repeat("f(", n) + strings.Repeat(")", n),
+		"return 1" + strings.Repeat("+1", n) + " > 0",
+		"return 'a'" + strings.Repeat("..'a'", 300) + " ~= ''",
+		strings.Repeat("do ", n) + strings.Repeat("end ", n) + "return true",
+		strings.Repeat("local a = function() ", 500) + strings.Repeat("end ", 500) + "return true",
+		"local t = {" + strings.Repeat("1,", n) + "} return #t == " + "5000",
+		"local t = {" + strings.Repeat("[1]=1,", n) + "} return t[1] == 1",
+		strings.Repeat("local a = 1 ", 300) + "return true",
+		"return f(" + strings.Repeat("1,", 300) + "1)",
+		"obj.a" + strings.Repeat(",obj.a", 150) + " = 1 return true",
+	} {
+		src = "function InterpretHealth(obj)\n" + src + "\nend"
+		store := NewStore(Options{})
+		if err := store.Apply(newRIC("x", scripts{interpreter.OperationInterpretHealth: src})); err != nil {
+			continue
+		}
+		c, _ := store.Lookup(gvkApp)
+		_, _ = c.InterpretHealth(app(nil, nil))
 	}
 }
