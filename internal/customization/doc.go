@@ -40,7 +40,9 @@
 //
 //   - Time (Timeout, default 200ms): the call's deadline is checked every 64 Lua
 //     instructions (gopher-lua asks its context before each one) and as the sandbox's Go
-//     functions work. An infinite loop stops at the deadline; an instruction is short, but a
+//     functions work, once the call has done some work (1024 instructions or steps: a call
+//     that a GC pause or CPU throttling kept waiting is not failed for time it did not
+//     use). An infinite loop stops at the deadline; an instruction is short, but a
 //     few can take up to about a millisecond on the largest data the memory budget allows
 //     (# of a table with a million trailing nils, table.remove from the front of a
 //     million-element list), so a call can overrun its deadline by a few tens of

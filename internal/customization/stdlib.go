@@ -52,6 +52,7 @@ func (v *vm) buildSandbox(stock *lua.LTable) {
 			if n > 0 {
 				if s, ok := L.Get(-n).(lua.LString); ok {
 					v.b.charge(int64(len(s)) + costString)
+					v.b.work(len(s) / 64)
 				}
 			}
 			return n
@@ -70,8 +71,13 @@ func (v *vm) buildSandbox(stock *lua.LTable) {
 	}
 
 	str := stock.RawGetString("string").(*lua.LTable)
+	strByte := gfn(str, "byte")
 	stringLib := library{name: "string", entries: []entry{
-		{"byte", get(str, "byte")},
+		{"byte", fn(func(L *lua.LState) int {
+			n := strByte(L)
+			v.b.work(n)
+			return n
+		})},
 		{"len", get(str, "len")},
 		{"char", charged(gfn(str, "char"))},
 		{"lower", charged(gfn(str, "lower"))},

@@ -24,6 +24,12 @@ var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c
 // looks at the clock.
 const checkEvery = 64
 
+// minWork is how much work (instructions, units of work in Go helpers) a call must have done
+// to be stopped for time: the budget is wall-clock time, and a call that a GC pause or CPU
+// throttling kept waiting past its deadline is not failed for time it did not use. A loop
+// does this much in well under a millisecond.
+const minWork = 1024
+
 // budget is what one call may spend. It is the context of the Lua state: gopher-lua asks
 // Done before every instruction, so Done counts instructions and looks at the clock every
 // checkEvery of them. Go helpers that loop report their work with work, and what they
@@ -76,7 +82,7 @@ func (b *budget) Value(any) any { return nil }
 // late looks at the clock.
 func (b *budget) late() bool {
 	b.nextCheck = b.ticks + checkEvery
-	if time.Now().Before(b.deadline) {
+	if b.ticks < minWork || time.Now().Before(b.deadline) {
 		return false
 	}
 	b.timedOut = true
