@@ -12,9 +12,11 @@
 // Apply parses every script, checks that it defines its function, rewrites it (rewrite.go)
 // and compiles it once to a gopher-lua FunctionProto; errors name the operation and the
 // line. Each call then runs the compiled chunk in a Lua state taken from the
-// customization's pool, with fresh globals, so that nothing a call leaves in its globals
-// or in its copies of the string, table and math libraries is seen by the next one, then
-// calls the function.
+// customization's pool, with globals of its own, then calls the function. The globals
+// inherit the sandbox's functions and libraries (so pairs(_G) lists only what the script
+// set, and assigning nil to a sandbox function does not hide it); nothing a call leaves in
+// its globals is seen by the next. A call that changes a library table (string.upper = f)
+// sees its change, and its state is then closed rather than reused.
 //
 // # Sandbox
 //
@@ -38,24 +40,26 @@
 //
 //   - Time (Timeout, default 200ms): the call's deadline is checked every 64 Lua
 //     instructions (gopher-lua asks its context before each one) and as the sandbox's Go
-//     functions work. An infinite loop stops at the deadline; an instruction is short, but a
+//     functions work, once the call has done some work (1024 instructions or steps: a call
+//     that a GC pause or CPU throttling kept waiting is not failed for time it did not
+//     use). An infinite loop stops at the deadline; an instruction is short, but a
 //     few can take up to about a millisecond on the largest data the memory budget allows
 //     (# of a table with a million trailing nils, table.remove from the front of a
 //     million-element list), so a call can overrun its deadline by a few tens of
 //     milliseconds in the worst case.
 //   - Memory (MemoryBudget, default 16 MiB): scripts are rewritten so that every string
 //     concatenation, table constructor, assignment to a table field and function closure
-//     goes through a Go function that charges an estimate of what it allocates (a table 96
-//     bytes, a new field 48, a list slot 16, a closure 160, a string its length plus 24); so
-//     do table.insert, the string functions, tostring and the kube helpers. The charge is
-//     cumulative: garbage counts too. What is bounded is therefore everything a script can
-//     keep: tables, their fields, strings and closures (a loop inserting into a table
-//     forever, a linked list grown forever, t[1e7] = x, which gopher-lua would fill with
-//     ten million nils). Not charged: the Lua numbers and booleans gopher-lua boxes while
-//     computing (temporaries, garbage at once unless stored, and storing them is charged),
-//     the error values and messages Lua makes, and the arguments converted from Go (bounded
-//     by MaxElements). The accounting is an estimate, not a measurement of Go's heap: it
-//     bounds a call's memory to a small multiple of the budget, not to the byte.
+//     goes through a Go function that charges an estimate of what it allocates (a table 256
+//     bytes, a new list element 32, any other new key 128, a nil gopher-lua fills in 16, a
+//     closure 256, a string its length plus 32); so do table.insert, table.sort, the
+//     string functions, tostring and the kube helpers. The charge is cumulative: garbage
+//     counts too. What is bounded is therefore everything a script can keep: tables, their
+//     fields, strings and closures (a loop inserting into a table forever, a linked list
+//     grown forever, t[1e7] = x, which gopher-lua would fill with ten million nils). The
+//     accounting is an estimate, not a measurement of Go's heap: it bounds a call's memory
+//     to a small multiple of the budget, not to the byte (the budget tests measure what the
+//     worst scripts make Go allocate, garbage included: up to about three times the
+//     budget, for a list grown forever).
 //   - Strings (MaxStringBytes, default 1 MiB): no string longer than this can be made, by
 //     .., string.rep, string.format, string.gsub or table.concat (string.rep("x", 1e10)
 //     and a string doubled in a loop fail at once).
@@ -65,6 +69,21 @@
 //   - Conversions (MaxDepth, default 100 levels; MaxElements, default 100000 values):
 //     arguments converted from Go and results converted back stop there with an error; a
 //     table that contains itself fails on depth.
+//
+// Not bounded, or bounded only by time: the Lua numbers gopher-lua boxes while computing
+// (garbage at once unless stored, and storing them is charged); error values and messages;
+// the arguments converted from Go (bounded by MaxElements, and not timed); the work of the
+// stock functions kept as they are, which is linear in data the budgets already bound
+// (string.byte, sub, upper, lower, reverse, table.remove, unpack, select, next, #); and
+// the number of calls running at once: every concurrent call has its own state and its
+// own budget, so memory grows with the callers' concurrency (each state costs about 100
+// KiB and 90µs to make, and each customization keeps IdleStates of them). The time budget is wall-clock
+// time: a call starved of CPU by other work is stopped at its deadline having done less.
+//
+// Lua differences, all for the budgets: no metatables for scripts; the Lua 5.0 arg table
+// of vararg functions is not made (use ...); table.insert's position must be within
+// 1..#t+1; in a table constructor, fields with computed or numeric keys are set after the
+// others; string.rep takes Lua 5.2's separator; %s of string.format takes any value.
 //
 // A state that failed is closed, not reused. Panics of gopher-lua or of the sandbox are
 // recovered into errors. Every run-time failure (error, wrong result, budget) is returned

@@ -122,6 +122,6 @@ func (v *vm) push(L *lua.LState, x any) {
 	if err != nil {
 		L.RaiseError("%v", err)
 	}
-	v.b.charge(int64(v.lim.maxElements-c.budget) * costSlot)
+	v.b.charge(int64(v.lim.maxElements-c.budget) * costField)
 	L.Push(lv)
 }

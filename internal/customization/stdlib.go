@@ -9,16 +9,26 @@ import (
 )
 
 // Allocation charges, in bytes, of what scripts make: estimates of gopher-lua's sizes, as
-// measured with Go 1.26 (an empty table is about 100 bytes, its first string field a map
-// of about 300, its first list element an array of 32 slots, 512 bytes; later fields and
-// elements cost their slot, doubled as maps and arrays grow).
+// measured with Go 1.26. An empty table is about 100 bytes, and its first list element
+// makes an array of 32 slots (512 bytes); a list element is a 16-byte slot, doubled as the
+// array grows; a field (any key but a list index) is an entry in a Go map, another in the
+// table's key order and a key slot, about 100 bytes.
 const (
-	costTable    = 256 // the table and its first slots
-	costSlot     = 64  // a new field or list element
-	costClosure  = 256
-	costString   = 32
-	costListSlot = 16 // an element of a table's array part filled with nil
+	costTable   = 256 // the table and its first slots
+	costElement = 32  // a list element (an index within 1..#t+1)
+	costField   = 128 // any other new key
+	costNilSlot = 16  // a nil gopher-lua fills in when an index skips ahead
+	costClosure = 256
+	costString  = 32
 )
+
+// costOfKey is the charge of a new key k in a table whose list has n elements.
+func costOfKey(k lua.LValue, n int) int64 {
+	if i, ok := k.(lua.LNumber); ok && i >= 1 && i <= lua.LNumber(n+1) && i == lua.LNumber(int64(i)) {
+		return costElement
+	}
+	return costField
+}
 
 // buildSandbox picks the functions of the stock libraries that scripts may use, wraps those
 // that allocate or loop so that they stay within the call's budget, and adds Flotilla's.
@@ -42,6 +52,7 @@ func (v *vm) buildSandbox(stock *lua.LTable) {
 			if n > 0 {
 				if s, ok := L.Get(-n).(lua.LString); ok {
 					v.b.charge(int64(len(s)) + costString)
+					v.b.work(len(s) / 64)
 				}
 			}
 			return n
@@ -60,8 +71,13 @@ func (v *vm) buildSandbox(stock *lua.LTable) {
 	}
 
 	str := stock.RawGetString("string").(*lua.LTable)
+	strByte := gfn(str, "byte")
 	stringLib := library{name: "string", entries: []entry{
-		{"byte", get(str, "byte")},
+		{"byte", fn(func(L *lua.LState) int {
+			n := strByte(L)
+			v.b.work(n)
+			return n
+		})},
 		{"len", get(str, "len")},
 		{"char", charged(gfn(str, "char"))},
 		{"lower", charged(gfn(str, "lower"))},
@@ -111,7 +127,7 @@ func (v *vm) require(L *lua.LState) int {
 	if name != "kube" {
 		L.RaiseError("module %q is not available: only \"kube\" can be required", name)
 	}
-	v.b.charge(costTable + int64(len(v.kube))*costSlot)
+	v.b.charge(costTable + int64(len(v.kube))*costField)
 	t := L.CreateTable(0, len(v.kube))
 	for _, e := range v.kube {
 		t.RawSetString(e.name, e.value)
@@ -189,12 +205,13 @@ func (v *vm) setField(L *lua.LState, t, k, val lua.LValue) {
 	if val == lua.LNil {
 		return // a field that is not there is already nil
 	}
+	n := tb.Len()
 	var gap int64
-	if n, ok := k.(lua.LNumber); ok && n >= 1 && n < lua.LNumber(lua.MaxArrayIndex) && n == lua.LNumber(int64(n)) {
+	if i, ok := k.(lua.LNumber); ok && i >= 1 && i < lua.LNumber(lua.MaxArrayIndex) && i == lua.LNumber(int64(i)) {
 		// gopher-lua fills the array part up to the index with nils.
-		gap = max(int64(n)-int64(tb.Len())-1, 0)
+		gap = max(int64(i)-int64(n)-1, 0)
 	}
-	v.b.charge(costSlot + gap*costListSlot)
+	v.b.charge(costOfKey(k, n) + gap*costNilSlot)
 	v.b.work(int(gap))
 	tb.RawSet(k, val)
 }
@@ -204,9 +221,9 @@ func (v *vm) setField(L *lua.LState, t, k, val lua.LValue) {
 // constructor so that they go through set.
 func (v *vm) newTable(L *lua.LState) int {
 	tb := L.CheckTable(1)
-	n := 0
-	tb.ForEach(func(lua.LValue, lua.LValue) { n++ })
-	v.b.charge(costTable + int64(n)*costSlot)
+	n, cost := tb.Len(), int64(costTable)
+	tb.ForEach(func(k, _ lua.LValue) { cost += costOfKey(k, n) })
+	v.b.charge(cost)
 	top := L.GetTop()
 	for i := 2; i+1 <= top; i += 2 {
 		v.setField(L, tb, L.Get(i), L.Get(i+1))
@@ -272,7 +289,7 @@ func (v *vm) tableInsert(L *lua.LState) int {
 	default:
 		L.RaiseError("wrong number of arguments to 'insert'")
 	}
-	v.b.charge(costSlot)
+	v.b.charge(costElement)
 	if pos == n+1 {
 		tb.RawSetInt(pos, val)
 		return 0
@@ -331,7 +348,7 @@ func (v *vm) tableSort(L *lua.LState) int {
 		comp = L.CheckFunction(2)
 	}
 	n := tb.Len()
-	v.b.charge(int64(n) * costListSlot)
+	v.b.charge(int64(n) * costNilSlot) // the copy it sorts
 	vals := make([]lua.LValue, n)
 	for i := range vals {
 		vals[i] = tb.RawGetInt(i + 1)

@@ -129,6 +129,8 @@ type compiled struct {
 	pool    *pool
 }
 
+var _ interpreter.Customizations = (*Store)(nil)
+
 // NewStore makes an empty store.
 func NewStore(o Options) *Store {
 	s := &Store{lim: o.limits(), onFailure: o.OnFailure, byName: map[string]*compiled{}}

@@ -24,6 +24,12 @@ var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c
 // looks at the clock.
 const checkEvery = 64
 
+// minWork is how much work (instructions, units of work in Go helpers) a call must have done
+// to be stopped for time: the budget is wall-clock time, and a call that a GC pause or CPU
+// throttling kept waiting past its deadline is not failed for time it did not use. A loop
+// does this much in well under a millisecond.
+const minWork = 1024
+
 // budget is what one call may spend. It is the context of the Lua state: gopher-lua asks
 // Done before every instruction, so Done counts instructions and looks at the clock every
 // checkEvery of them. Go helpers that loop report their work with work, and what they
@@ -76,7 +82,7 @@ func (b *budget) Value(any) any { return nil }
 // late looks at the clock.
 func (b *budget) late() bool {
 	b.nextCheck = b.ticks + checkEvery
-	if time.Now().Before(b.deadline) {
+	if b.ticks < minWork || time.Now().Before(b.deadline) {
 		return false
 	}
 	b.timedOut = true
@@ -98,7 +104,7 @@ func (b *budget) work(n int) {
 // call is over its memory budget.
 func (b *budget) charge(n int64) {
 	if n < 0 || b.used+n > b.limit || b.overMem {
-		b.over(fmt.Sprintf("%d bytes allocated", b.limit))
+		b.over(fmt.Sprintf("more than %d bytes allocated", b.limit))
 	}
 	b.used += n
 }
@@ -132,11 +138,12 @@ type entry struct {
 	value lua.LValue
 }
 
-// library is a table of the sandbox (string, table, math), copied afresh into every call's
-// globals so that a script changing it changes it for itself only.
+// library is a table of the sandbox (string, table, math): its entries, and the table
+// scripts see.
 type library struct {
 	name    string
 	entries []entry
+	table   *lua.LTable
 }
 
 // vm is a Lua state with Flotilla's sandbox, used by one call at a time.
@@ -148,6 +155,7 @@ type vm struct {
 	objMT      *lua.LTable // marks the tables made from Go maps
 	base       []entry
 	libs       []library
+	envMT      *lua.LTable // the metatable of every call's globals: __index, the sandbox
 	kube       []entry
 	helpers    []lua.LValue   // the hidden functions rewritten scripts call; see rewrite.go
 	handler    *lua.LFunction // the error handler of protected calls: see pcall
@@ -191,13 +199,27 @@ func newVM(lim *limits) (v *vm, err error) {
 	v.buildSandbox(stock)
 
 	// Nothing of the stock libraries stays reachable: the globals the state was opened with
-	// are dropped (every call gets its own, see env), and strings index a table of the
-	// sandbox's own string functions.
+	// are dropped (every call gets its own, see env), and strings index the sandbox's own
+	// string library.
+	sandbox := L.CreateTable(0, len(v.base)+len(v.libs))
+	for _, e := range v.base {
+		sandbox.RawSetString(e.name, e.value)
+	}
+	for i := range v.libs {
+		l := &v.libs[i]
+		l.table = L.CreateTable(0, len(l.entries))
+		for _, e := range l.entries {
+			l.table.RawSetString(e.name, e.value)
+		}
+		sandbox.RawSetString(l.name, l.table)
+	}
+	v.envMT = L.CreateTable(0, 1)
+	v.envMT.RawSetString("__index", sandbox)
 	empty := L.NewTable()
 	L.G.Global, L.Env = empty, empty
 	L.G.Registry.RawSetString("_LOADED", L.NewTable())
 	stringMT := L.NewTable()
-	stringMT.RawSetString("__index", v.table(v.libs[0]))
+	stringMT.RawSetString("__index", v.libs[0].table)
 	L.SetMetatable(lua.LString(""), stringMT)
 	L.SetContext(&v.b)
 	return v, nil
@@ -205,26 +227,32 @@ func newVM(lim *limits) (v *vm, err error) {
 
 func (v *vm) close() { v.L.Close() }
 
-// env makes the globals of one call: the sandbox's functions and fresh copies of its
-// libraries, so that nothing a call does to its globals outlives it.
+// env makes the globals of one call: a table of its own, which inherits the sandbox's
+// functions and libraries (its metatable's __index, which scripts cannot reach). So
+// nothing a call does to its globals outlives it; what it does to a library table is seen
+// by intact, and the state is then not reused.
 func (v *vm) env() *lua.LTable {
-	env := v.L.CreateTable(0, len(v.base)+len(v.libs)+1)
-	for _, e := range v.base {
-		env.RawSetString(e.name, e.value)
-	}
-	for _, l := range v.libs {
-		env.RawSetString(l.name, v.table(l))
-	}
+	env := v.L.CreateTable(0, 2)
+	env.Metatable = v.envMT
 	env.RawSetString("_G", env)
 	return env
 }
 
-func (v *vm) table(l library) *lua.LTable {
-	t := v.L.CreateTable(0, len(l.entries))
-	for _, e := range l.entries {
-		t.RawSetString(e.name, e.value)
+// intact reports whether the library tables are as the sandbox made them.
+func (v *vm) intact() bool {
+	for _, l := range v.libs {
+		n := 0
+		l.table.ForEach(func(lua.LValue, lua.LValue) { n++ })
+		if n != len(l.entries) {
+			return false
+		}
+		for _, e := range l.entries {
+			if l.table.RawGetString(e.name) != e.value {
+				return false
+			}
+		}
 	}
-	return t
+	return true
 }
 
 // call runs one script: its chunk, in fresh globals, then the function it defines, with
@@ -240,7 +268,11 @@ func (v *vm) call(s *script, args []lua.LValue, nret int) ([]lua.LValue, error) 
 	if !ok {
 		return nil, fmt.Errorf("the script does not define function %s", s.fn)
 	}
-	return v.protected(fn, nret, args...)
+	rets, err := v.protected(fn, nret, args...)
+	if err == nil && !v.intact() {
+		v.broken = true // a script changed a library: this call saw it, no other will
+	}
+	return rets, err
 }
 
 // protected calls fn in two layers of protection. The inner call has an error handler that
