@@ -525,7 +525,7 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 func (r *Reconciler) policyFields(ctx context.Context, tmpl *metav1.PartialObjectMetadata, p *policymatch.Policy) (workv1alpha2.ResourceBindingSpec, error) {
 	s := p.Spec
 	out := workv1alpha2.ResourceBindingSpec{
-		Placement:                   s.Placement.DeepCopy(),
+		Placement: s.Placement.DeepCopy(),
 		// association is Karmada's deprecated name for propagateDeps.
 		PropagateDeps:               s.PropagateDeps || s.Association,
 		SchedulerName:               s.SchedulerName,

@@ -121,6 +121,14 @@ var _ = Describe("Valid Karmada YAML", func() {
 		})
 	}
 
+	It("applies the built-in customizations: config/customizations", func(ctx context.Context) {
+		objs := readObjects(filepath.Join("..", "..", "config", "customizations"))
+		Expect(len(objs)).To(BeNumerically(">=", 4))
+		for _, obj := range objs {
+			Expect(k8sClient.Create(ctx, obj, client.DryRunAll)).To(Succeed(), obj.GetName())
+		}
+	})
+
 	It("fills Karmada's defaults", func(ctx context.Context) {
 		createNamespace(ctx, "defaults")
 		pp := mustObject(`
