@@ -69,6 +69,7 @@ test-e2e: k8s-bins ## End-to-end suite: both scenarios and the propagation rules
 .PHONY: bench
 bench: k8s-bins ## Benchmarks: scheduler cycles, propagation of 1,000 Deployments onto 3 members, manager memory (figures printed).
 	go test -run '^$$' -bench . -benchmem -benchtime 200x ./internal/scheduler/...
+	go test -run '^$$' -bench . -benchtime 5000x ./internal/customization/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/...
 
 .PHONY: soak
