@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
-# Builds the Kubernetes binaries the tests, the local fleet and the demo run:
-# kube-apiserver, kube-controller-manager, kube-scheduler, etcd and kwok, all from the
-# Go module proxy (no release downloads are reachable here), plus kwok's stage config.
+# Provides the Kubernetes binaries the tests, the local fleet and the demo run:
+# kube-apiserver, kube-controller-manager, kube-scheduler, etcd and kwok, plus kwok's stage
+# config.
+#
+# First it tries the official release binaries for the pinned versions, each verified
+# against its published SHA-256 (hack/k8sbins: dl.k8s.io for kube-*, etcd's GitHub release
+# tarball and SHA256SUMS; kwok only when FLOTILLA_KWOK_SHA256 pins its hash, as kwok's
+# releases publish no checksum file). Whatever cannot be downloaded and verified (offline,
+# 404, bad checksum, truncated) is built from source through the Go module proxy instead.
+#   FLOTILLA_K8S_DOWNLOAD=0         skip the downloads
+#   FLOTILLA_K8S_RELEASE_URL        default https://dl.k8s.io/release
+#   FLOTILLA_ETCD_RELEASE_URL       default https://github.com/etcd-io/etcd/releases/download
+#   FLOTILLA_KWOK_RELEASE_URL       default https://github.com/kubernetes-sigs/kwok/releases/download
+#   FLOTILLA_K8S_SOURCE_BUILD=0     fail instead of building from source (tests)
 #
 # Binaries are cached outside the clone, in $FLOTILLA_CACHE (default
 # ${XDG_CACHE_HOME:-$HOME/.cache}/flotilla/<versions>), and linked into $1 (default bin/k8s).
 # A second run finds them and does nothing. When KUBEBUILDER_ASSETS is set and holds
-# kube-apiserver and etcd, those are linked instead and only what is missing is built.
+# kube-apiserver and etcd, those are linked instead and only what is missing is fetched.
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.36.3}
@@ -17,11 +28,43 @@ CACHE_ROOT=${FLOTILLA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flotilla}
 CACHE="$CACHE_ROOT/k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
 STAGING_VERSION="v0.${K8S_VERSION#v1.}"
 
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
 mkdir -p "$CACHE" "$OUT"
+CACHE=$(cd "$CACHE" && pwd)
 exec 9>"$CACHE/.lock"
 flock 9 # one builder at a time; a second caller waits and then finds everything cached
 
 log() { printf 'k8s-bins: %s\n' "$*" >&2; }
+
+# Progress of the source build: which binary, and the elapsed time every 30 s.
+T0=$(date +%s)
+ticker=
+progress_stop() {
+  if [[ -n "$ticker" ]]; then
+    kill "$ticker" 2>/dev/null || true
+    wait "$ticker" 2>/dev/null || true
+    ticker=
+  fi
+}
+progress_start() {
+  progress_stop
+  local label=$1 start
+  start=$(date +%s)
+  log "building $label from source"
+  (
+    exec 9>&- # the ticker must not hold the cache lock
+    while sleep 30 </dev/null >/dev/null 2>&1; do
+      kill -0 $$ 2>/dev/null || exit 0
+      now=$(date +%s)
+      log "still building $label: $((now - start))s for this step, $((now - T0))s in all"
+    done
+  ) &
+  ticker=$!
+}
+trap progress_stop EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 # Binaries from KUBEBUILDER_ASSETS win over our own build.
 if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
@@ -33,13 +76,39 @@ if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
   done
 fi
 
+want=()
+for b in kube-apiserver kube-controller-manager kube-scheduler etcd kwok; do
+  [[ -x "$CACHE/$b" ]] || want+=("$b")
+done
+
+# The release binaries first: seconds with a network, a few seconds to give up without one.
+if ((${#want[@]})) && [[ "${FLOTILLA_K8S_DOWNLOAD:-1}" != 0 ]]; then
+  log "trying the release binaries of ${want[*]} (FLOTILLA_K8S_DOWNLOAD=0 skips this)"
+  (cd "$ROOT" && go run ./hack/k8sbins -dir "$CACHE" -k8s-version "$K8S_VERSION" \
+    -etcd-version "$ETCD_VERSION" -kwok-version "$KWOK_VERSION" "${want[@]}") ||
+    log "the downloader failed; building from source"
+fi
+
+still=()
+for b in kube-apiserver kube-controller-manager kube-scheduler etcd kwok; do
+  [[ -x "$CACHE/$b" ]] || still+=("$b")
+done
+if ((${#still[@]})); then
+  if [[ "${FLOTILLA_K8S_SOURCE_BUILD:-1}" == 0 ]]; then
+    log "${still[*]} missing and FLOTILLA_K8S_SOURCE_BUILD=0: not building from source"
+    exit 1
+  fi
+  log "building ${still[*]} from source through the Go module proxy: cold, this takes about" \
+    "8-50 minutes on 2 cores depending on load (progress every 30 s; cached afterwards)"
+fi
+
 missing=()
 for b in kube-apiserver kube-controller-manager kube-scheduler; do
   [[ -x "$CACHE/$b" ]] || missing+=("$b")
 done
 
 if ((${#missing[@]})); then
-  log "building ${missing[*]} $K8S_VERSION from the module proxy (cold: about 7 minutes on 2 cores)"
+  progress_start "${missing[*]} $K8S_VERSION"
   mod="$CACHE/build/kubernetes"
   mkdir -p "$mod"
   # k8s.io/kubernetes replaces every staging module with a local path; pin each to its
@@ -74,7 +143,7 @@ GO
 fi
 
 if [[ ! -x "$CACHE/etcd" ]]; then
-  log "building etcd $ETCD_VERSION"
+  progress_start "etcd $ETCD_VERSION"
   mod="$CACHE/build/etcd"
   mkdir -p "$mod"
   cat >"$mod/main.go" <<'GO'
@@ -94,7 +163,7 @@ GO
 fi
 
 if [[ ! -x "$CACHE/kwok" ]]; then
-  log "building kwok $KWOK_VERSION"
+  progress_start "kwok $KWOK_VERSION"
   GOBIN="$CACHE/.tmp-build" GOFLAGS= go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
   mv "$CACHE/.tmp-build/kwok" "$CACHE/kwok"
 fi
@@ -115,6 +184,7 @@ if ! grep -q node-heartbeat-with-lease "$CACHE/kwok-stages.yaml" 2>/dev/null; th
   mv "$CACHE/kwok-stages.yaml.tmp" "$CACHE/kwok-stages.yaml"
 fi
 
+progress_stop
 rm -rf "$CACHE/.tmp-build"
 for b in kube-apiserver kube-controller-manager kube-scheduler etcd kwok kwok-stages.yaml; do
   ln -sfn "$CACHE/$b" "$OUT/$b"
