@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // runScript runs hack/k8s-bins.sh against a loopback release server with the source build
@@ -114,5 +115,26 @@ func TestScriptDownloadDisabled(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "missing and FLOTILLA_K8S_SOURCE_BUILD=0") {
 		t.Errorf("stderr:\n%s", stderr)
+	}
+}
+
+func TestScriptOfflineSkipsTheDownloader(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not installed: the script then runs the downloader, which TestFetchOfflineFailsFast covers")
+	}
+	closed := httptest.NewServer(http.NotFoundHandler())
+	url := closed.URL
+	closed.Close() // connection refused, like a machine without network
+	r, _ := newRelease(t)
+	start := time.Now()
+	_, _, stderr, err, _ := runScript(t, r, "FLOTILLA_K8S_RELEASE_URL="+url, "FLOTILLA_ETCD_RELEASE_URL="+url)
+	if err == nil {
+		t.Fatalf("k8s-bins.sh succeeded offline with the source build disabled:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "unreachable") || strings.Contains(stderr, "trying the release binaries") {
+		t.Errorf("want the probe to skip the downloader:\n%s", stderr)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("giving up took %s", d)
 	}
 }
