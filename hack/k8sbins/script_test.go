@@ -48,6 +48,7 @@ func runScript(t *testing.T, r *release, env ...string) (out, cacheDir string, s
 		"FLOTILLA_KWOK_RELEASE_URL="+srv.URL+"/kwok",
 		"FLOTILLA_KWOK_SHA256="+sum(fakeBinary("kwok")),
 		"FLOTILLA_K8S_SOURCE_BUILD=0",
+		"FLOTILLA_K8S_DOWNLOAD=1", // whatever the caller set; a test may override it below
 	)
 	cmd.Env = append(cmd.Env, env...)
 	var e bytes.Buffer
