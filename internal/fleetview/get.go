@@ -263,6 +263,10 @@ func (h *Host) readMember(ctx context.Context, r *MemberResult, c *clusterv1alph
 				return
 			}
 			r.Items = l.Items
+			for i := range r.Items {
+				// The items of a list do not carry their kind.
+				r.Items[i].SetGroupVersionKind(mapping.GroupVersionKind)
+			}
 		} else {
 			r.Items = []unstructured.Unstructured{*u}
 		}

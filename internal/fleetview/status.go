@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -220,7 +221,7 @@ func bindingStatus(rb client.Object, works []workv1alpha1.Work, tmpl Ref) *Bindi
 			c.Health = string(a.Health)
 		}
 		if c.ReadyReplicas == "" && a.Status != nil {
-			c.ReadyReplicas = readyReplicas(a.Status.Raw)
+			c.ReadyReplicas = readyReplicas(a.Status)
 		}
 		if c.Error == "" && !a.Applied && a.AppliedMessage != "" {
 			c.Error = oneLine(a.AppliedMessage)
@@ -248,17 +249,11 @@ func manifestStatus(w *workv1alpha1.Work, tmpl Ref) *workv1alpha1.ManifestStatus
 
 // readyReplicas reads <readyReplicas>/<replicas> from a reflected status; "" when it has
 // neither.
-func readyReplicas(raw any) string {
-	var data []byte
-	switch r := raw.(type) {
-	case []byte:
-		data = r
-	case interface{ MarshalJSON() ([]byte, error) }:
-		data, _ = r.MarshalJSON()
-	}
-	if len(data) == 0 {
+func readyReplicas(raw *runtime.RawExtension) string {
+	if raw == nil || len(raw.Raw) == 0 {
 		return ""
 	}
+	data := raw.Raw
 	var s struct {
 		Replicas      *int64 `json:"replicas"`
 		ReadyReplicas *int64 `json:"readyReplicas"`
@@ -341,7 +336,9 @@ func PrintStatus(w io.Writer, t *StatusTree, format string) error {
 		if c.Error != "" {
 			notes = append(notes, "error: "+c.Error)
 		}
-		cells = append(cells, strings.Join(notes, "; "))
+		if len(notes) > 0 {
+			cells = append(cells, strings.Join(notes, "; "))
+		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
