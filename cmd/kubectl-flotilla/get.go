@@ -49,6 +49,7 @@ an error row, and the command exits non-zero after printing the others.`,
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: wide, json or yaml")
 	cmd.Flags().StringVarP(&o.selector, "selector", "l", "", "Label selector of the members' objects (e.g. app=web)")
 	cmd.Flags().StringSliceVar(&o.clusters, "clusters", nil, "Member clusters to read, comma-separated (default: every Ready cluster)")
+	_ = cmd.RegisterFlagCompletionFunc("clusters", host.completeClusterList)
 	cmd.Flags().DurationVar(&o.memberTimeout, "member-timeout", fleetview.DefaultMemberTimeout, "How long to wait for each member")
 	return cmd
 }

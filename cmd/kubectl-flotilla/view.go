@@ -2,11 +2,15 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/internal/fleetview"
 )
 
@@ -162,10 +166,18 @@ type getFlags struct {
 
 func newDescribeCommand(host *hostFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:       "describe cluster NAME",
-		Short:     "Describe a member cluster: conditions, version, capacity, nodes, taints and the bindings on it",
-		Args:      cobra.ExactArgs(2),
-		ValidArgs: []string{"cluster"},
+		Use:   "describe cluster NAME",
+		Short: "Describe a member cluster: conditions, version, capacity, nodes, taints and the bindings on it",
+		Args:  cobra.ExactArgs(2),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			switch len(args) {
+			case 0:
+				return []string{"cluster"}, cobra.ShellCompDirectiveNoFileComp
+			case 1:
+				return host.clusterNames(cmd), cobra.ShellCompDirectiveNoFileComp
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] != "cluster" && args[0] != "clusters" && args[0] != "clusters.cluster.karmada.io" {
 				return fmt.Errorf("unknown resource %q: `describe` describes clusters", args[0])
@@ -181,4 +193,39 @@ func newDescribeCommand(host *hostFlags) *cobra.Command {
 			return fleetview.PrintClusterDescription(cmd.OutOrStdout(), d, time.Now())
 		},
 	}
+}
+
+// clusterNames lists the host's Cluster names, for shell completion; nil when the host
+// cannot be read.
+func (h *hostFlags) clusterNames(cmd *cobra.Command) []string {
+	cfg, err := h.config()
+	if err != nil {
+		return nil
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: flotillascheme.New()})
+	if err != nil {
+		return nil
+	}
+	list := &clusterv1alpha1.ClusterList{}
+	if cl.List(cmd.Context(), list) != nil {
+		return nil
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, c := range list.Items {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// completeClusterList completes the last name of a comma-separated list of Clusters.
+func (h *hostFlags) completeClusterList(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	prefix := ""
+	if i := strings.LastIndex(toComplete, ","); i >= 0 {
+		prefix = toComplete[:i+1]
+	}
+	var out []string
+	for _, n := range h.clusterNames(cmd) {
+		out = append(out, prefix+n)
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 }

@@ -104,6 +104,9 @@ func (h *Host) Status(ctx context.Context, req StatusRequest) (*StatusTree, erro
 		ns = ""
 	}
 	tmpl, err := h.Dynamic.Resource(mapping.Resource).Namespace(ns).Get(ctx, req.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, err // deployments.apps "web" not found
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get %s %q: %w", mapping.Resource.GroupResource(), req.Name, err)
 	}
