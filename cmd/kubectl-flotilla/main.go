@@ -1,11 +1,22 @@
-// Command kubectl-flotilla is a kubectl plugin for Flotilla's member clusters:
+// Command kubectl-flotilla is a kubectl plugin for Flotilla's member clusters and the
+// templates propagated to them:
 //
 //	kubectl flotilla join NAME --cluster-kubeconfig FILE [--cluster-context CTX] [--provider P --region R --zone Z] [--cluster-admin]
 //	kubectl flotilla unjoin NAME [--cluster-kubeconfig FILE]
-//	kubectl flotilla get clusters [NAME...]
+//	kubectl flotilla get clusters [NAME...] [-o wide|json|yaml]
+//	kubectl flotilla get KIND [NAME] [-n NS | -A] [-l SELECTOR] [--clusters a,b] [--member-timeout 5s] [-o wide|json|yaml]
+//	kubectl flotilla status KIND/NAME [-n NS] [--watch] [-o wide|json|yaml]
+//	kubectl flotilla describe cluster NAME
+//	kubectl flotilla completion bash|zsh|fish|powershell
 //
-// --kubeconfig and --context choose the host, as for kubectl. The logic lives in
-// internal/join.
+// status prints a template's propagation as a tree (template, claiming policy, binding, one
+// line per member's Work); get KIND reads the members' objects in parallel through the host's
+// member credentials and prints their server-side Tables side by side with a CLUSTER column;
+// describe cluster shows a Cluster's status and the bindings placed on it.
+//
+// --kubeconfig and --context choose the host, as for kubectl; -n defaults to the context's
+// namespace. Errors exit with status 1. The logic lives in internal/join (join, unjoin, get
+// clusters) and internal/fleetview (status, get KIND, describe).
 package main
 
 import (
@@ -44,7 +55,7 @@ func newRootCommand() *cobra.Command {
 	host := &hostFlags{}
 	root := &cobra.Command{
 		Use:           "kubectl-flotilla",
-		Short:         "Join, unjoin and list Flotilla member clusters",
+		Short:         "Join and inspect Flotilla member clusters and what is propagated to them",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Help shows "kubectl flotilla", the way users type it.
@@ -52,6 +63,7 @@ func newRootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&host.kubeconfig, "kubeconfig", "", "Kubeconfig of the host cluster (default: $KUBECONFIG or ~/.kube/config)")
 	root.PersistentFlags().StringVar(&host.context, "context", "", "Context of the host kubeconfig to use (default: its current context)")
-	root.AddCommand(newJoinCommand(host), newUnjoinCommand(host), newGetCommand(host))
+	root.AddCommand(newJoinCommand(host), newUnjoinCommand(host), newGetCommand(host),
+		newStatusCommand(host), newDescribeCommand(host))
 	return root
 }
