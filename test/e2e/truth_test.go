@@ -8,7 +8,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -156,11 +155,6 @@ var _ = Describe("The template tells the truth", Ordered, func() {
 
 	It("a Job shows its members' completions and Complete", func(ctx SpecContext) {
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "batch"}}
-		maps := &admissionv1.MutatingAdmissionPolicyList{}
-		Expect(env.Host.List(ctx, maps)).To(Succeed())
-		mbs := &admissionv1.MutatingAdmissionPolicyBindingList{}
-		Expect(env.Host.List(ctx, mbs)).To(Succeed())
-		GinkgoWriter.Printf("DEBUG MAPs %d bindings %d\n", len(maps.Items), len(mbs.Items))
 		Eventually(func(g Gomega) {
 			g.Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
 			g.Expect(job.Spec.ManagedBy).To(HaveValue(Equal(wellknown.JobManagedBy)))
