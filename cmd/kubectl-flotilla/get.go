@@ -7,11 +7,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/internal/fleetview"
 	"github.com/flotilla-io/flotilla/internal/join"
 )
@@ -58,17 +56,9 @@ func getClusters(cmd *cobra.Command, host *hostFlags, output string, names []str
 	if err := checkOutput(output); err != nil {
 		return err
 	}
-	cfg, err := host.config()
+	list, err := host.listClusters(cmd.Context())
 	if err != nil {
 		return err
-	}
-	cl, err := client.New(cfg, client.Options{Scheme: flotillascheme.New()})
-	if err != nil {
-		return err
-	}
-	list := &clusterv1alpha1.ClusterList{}
-	if err := cl.List(cmd.Context(), list); err != nil {
-		return fmt.Errorf("list clusters in the host at %s: %w", cfg.Host, err)
 	}
 	items := list.Items
 	if len(names) > 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -59,6 +60,40 @@ func (h *hostFlags) fleetview() (*fleetview.Host, error) {
 	return fleetview.NewHost(cfg)
 }
 
+// prepare checks -o, resolves the namespace and connects to the host: what every command
+// that reads a namespace of the fleet does first.
+func prepare(host *hostFlags, ns *namespaceFlags, output string) (string, *fleetview.Host, error) {
+	if err := checkOutput(output); err != nil {
+		return "", nil, err
+	}
+	namespace, err := ns.resolve()
+	if err != nil {
+		return "", nil, err
+	}
+	h, err := host.fleetview()
+	if err != nil {
+		return "", nil, err
+	}
+	return namespace, h, nil
+}
+
+// listClusters lists the host's Clusters.
+func (h *hostFlags) listClusters(ctx context.Context) (*clusterv1alpha1.ClusterList, error) {
+	cfg, err := h.config()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: flotillascheme.New()})
+	if err != nil {
+		return nil, err
+	}
+	list := &clusterv1alpha1.ClusterList{}
+	if err := cl.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("list clusters in the host at %s: %w", cfg.Host, err)
+	}
+	return list, nil
+}
+
 func newStatusCommand(host *hostFlags) *cobra.Command {
 	ns := &namespaceFlags{host: host}
 	var output string
@@ -81,14 +116,7 @@ With --watch, the tree is printed again whenever the binding or its Works change
 			if err != nil {
 				return err
 			}
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			namespace, err := ns.resolve()
-			if err != nil {
-				return err
-			}
-			h, err := host.fleetview()
+			namespace, h, err := prepare(host, ns, output)
 			if err != nil {
 				return err
 			}
@@ -114,14 +142,7 @@ func getMembers(cmd *cobra.Command, host *hostFlags, ns *namespaceFlags, o *getF
 	if len(args) > 2 {
 		return fmt.Errorf("expected KIND [NAME], got %d arguments", len(args))
 	}
-	if err := checkOutput(o.output); err != nil {
-		return err
-	}
-	namespace, err := ns.resolve()
-	if err != nil {
-		return err
-	}
-	h, err := host.fleetview()
+	namespace, h, err := prepare(host, ns, o.output)
 	if err != nil {
 		return err
 	}
@@ -198,16 +219,8 @@ func newDescribeCommand(host *hostFlags) *cobra.Command {
 // clusterNames lists the host's Cluster names, for shell completion; nil when the host
 // cannot be read.
 func (h *hostFlags) clusterNames(cmd *cobra.Command) []string {
-	cfg, err := h.config()
+	list, err := h.listClusters(cmd.Context())
 	if err != nil {
-		return nil
-	}
-	cl, err := client.New(cfg, client.Options{Scheme: flotillascheme.New()})
-	if err != nil {
-		return nil
-	}
-	list := &clusterv1alpha1.ClusterList{}
-	if cl.List(cmd.Context(), list) != nil {
 		return nil
 	}
 	names := make([]string, 0, len(list.Items))
