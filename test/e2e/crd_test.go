@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -113,12 +114,47 @@ var _ = Describe("CRDs and their custom resources", Ordered, func() {
 	})
 
 	It("wait in a member for their CRD when it goes: the CRD is put back, then they are", func(ctx SpecContext) {
+		// The CRD's policy holds it back from member2, so that nothing puts it back there
+		// before the test does: its custom resource has to wait.
+		suspend := func(clusters ...string) {
+			cpp := &policyv1alpha1.ClusterPropagationPolicy{}
+			Expect(env.Host.Get(ctx, client.ObjectKey{Name: "e2e-crd"}, cpp)).To(Succeed())
+			cpp.Spec.Suspension = nil
+			if len(clusters) > 0 {
+				cpp.Spec.Suspension = &policyv1alpha1.Suspension{DispatchingOnClusters: &policyv1alpha1.SuspendClusters{ClusterNames: clusters}}
+			}
+			Expect(env.Host.Update(ctx, cpp)).To(Succeed())
+		}
+		crdWork := types.NamespacedName{Namespace: wellknown.ExecutionNamespace("member2"), Name: bindings.WorkName("CustomResourceDefinition", "", crd.GetName())}
+		suspended := func(g Gomega) bool {
+			w := &workv1alpha1.Work{}
+			g.Expect(env.Host.Get(ctx, crdWork, w)).To(Succeed())
+			return ptr.Deref(w.Spec.SuspendDispatching, false)
+		}
+		suspend("member2")
+		Eventually(suspended).WithContext(ctx).Should(BeTrue())
+
 		// Someone deletes the CRD in member2, and with it the custom resource there.
 		old := two.DeepCopy()
 		Expect(env.Members["member2"].Get(ctx, client.ObjectKeyFromObject(two), old)).To(Succeed())
 		Expect(env.Members["member2"].Delete(ctx, crd.DeepCopy())).To(Succeed())
 
+		// The custom resource's Work waits, and says so. (Only the event is checked: member2's
+		// next status collection, every 30 s, no longer lists the kind, and the scheduler may
+		// then take the Work away until the CRD is back, as Karmada's APIEnablement filter does.)
 		work := types.NamespacedName{Namespace: wellknown.ExecutionNamespace("member2"), Name: bindings.WorkName("Gadget", ns, "two")}
+		const waiting = "e2e.flotilla.test/v1 Gadget is not served by member2 yet; waiting for its CRD"
+		Eventually(func(g Gomega) []string {
+			var notes []string
+			for _, ev := range framework.EventsFor(ctx, g, env.Host, work.Namespace, "Work", work.Name) {
+				notes = append(notes, ev.Note)
+			}
+			return notes
+		}).WithContext(ctx).Should(ContainElement(waiting))
+		Expect(in(ctx, crd, "member2")()).To(BeEmpty(), "the CRD stays away from member2 while its dispatching is suspended")
+
+		// The CRD is put back, then the custom resource.
+		suspend()
 		Eventually(func(g Gomega) {
 			cur := two.DeepCopy()
 			g.Expect(env.Members["member2"].Get(ctx, client.ObjectKeyFromObject(two), cur)).To(Succeed())
@@ -127,14 +163,6 @@ var _ = Describe("CRDs and their custom resources", Ordered, func() {
 			g.Expect(env.Host.Get(ctx, work, w)).To(Succeed())
 			g.Expect(meta.IsStatusConditionTrue(w.Status.Conditions, wellknown.WorkConditionApplied)).To(BeTrue())
 		}).WithContext(ctx).Should(Succeed())
-		// It waited, and said so.
-		Eventually(func(g Gomega) []string {
-			var notes []string
-			for _, ev := range framework.EventsFor(ctx, g, env.Host, work.Namespace, "Work", work.Name) {
-				notes = append(notes, ev.Note)
-			}
-			return notes
-		}).WithContext(ctx).Should(ContainElement("e2e.flotilla.test/v1 Gadget is not served by member2 yet; waiting for its CRD"))
 	})
 
 	It("reflect the status a member's operator writes into the binding, healthy", func(ctx SpecContext) {
