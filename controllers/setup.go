@@ -20,6 +20,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/dependencies"
 	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/controllers/execution"
+	"github.com/flotilla-io/flotilla/controllers/failover"
 	"github.com/flotilla-io/flotilla/controllers/namespace"
 	schedulercontroller "github.com/flotilla-io/flotilla/controllers/scheduler"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
@@ -59,10 +60,17 @@ type Options struct {
 	// HoldControllers are identities added to namespace.DefaultHostControllers: host
 	// controllers whose writes to templates the hold denies.
 	HoldControllers []string
+	// NoExecuteTaints taints not-ready and unreachable members NoExecute too, so that
+	// workloads leave them once their tolerations run out (Karmada's
+	// --enable-no-execute-taint-eviction; off by default, as there).
+	NoExecuteTaints bool
+	// Failover are the failover controller's tolerations and grace period; zero values
+	// take failover.DefaultOptions.
+	Failover failover.Options
 }
 
 // DefaultOptions are the defaults of the manager's flags.
-var DefaultOptions = Options{Workers: 8, MemberQPS: 100, MemberBurst: 200, FailureThreshold: 3, MemberWorkers: memberqueue.DefaultWorkers,
+var DefaultOptions = Options{Failover: failover.DefaultOptions, Workers: 8, MemberQPS: 100, MemberBurst: 200, FailureThreshold: 3, MemberWorkers: memberqueue.DefaultWorkers,
 	ProbeInterval: cluster.DefaultProbeInterval, StatusInterval: cluster.DefaultStatusInterval}
 
 func (o *Options) defaults() {
@@ -81,6 +89,9 @@ func (o *Options) defaults() {
 	}
 	if o.FailureThreshold <= 0 {
 		o.FailureThreshold = d.FailureThreshold
+	}
+	if o.Failover == (failover.Options{}) {
+		o.Failover = d.Failover
 	}
 }
 
@@ -180,6 +191,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		}).SetupWithManager(mgr, o.Workers); err != nil {
 			return nil, err
 		}
+		fo := o.Failover
+		fo.Workers = o.Workers
+		if err := (&failover.Reconciler{
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("failover-controller"), Interpreter: interp,
+			NewBinding: nb, Options: fo,
+		}).SetupWithManager(mgr); err != nil {
+			return nil, err
+		}
 		if err := (&workstatus.AggregateReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("binding-status-controller"), NewBinding: nb,
 			Interpreter: interp, APIReader: mgr.GetAPIReader(),
@@ -189,7 +208,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	}
 	clusters := &cluster.Reconciler{Members: members}
 	if err := clusters.SetupWithManager(mgr, cluster.Options{
-		ProbeInterval: o.ProbeInterval, StatusInterval: o.StatusInterval, Workers: o.Workers,
+		ProbeInterval: o.ProbeInterval, StatusInterval: o.StatusInterval, Workers: o.Workers, NoExecuteTaints: o.NoExecuteTaints,
 	}); err != nil {
 		return nil, err
 	}
