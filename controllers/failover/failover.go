@@ -157,11 +157,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		failover.Evict(want, l.Leave)
 	}
 	// Phase 3: the eviction tasks.
-	healthy := map[string]bool{}
+	view := failover.View{Placement: placement(rb, status, want, len(leaves) > 0), Healthy: map[string]bool{},
+		Recovered: map[string]bool{}, Now: now, GracePeriod: r.Options.GracePeriod}
 	for _, tc := range want.Clusters {
-		healthy[tc.Name] = r.healthyOn(works[tc.Name], tc, want)
+		view.Healthy[tc.Name] = r.healthyOn(works[tc.Name], tc, want)
 	}
-	outcomes, remaining, at := failover.Review(want, status, healthy, now, r.Options.GracePeriod)
+	for _, t := range want.GracefulEvictionTasks {
+		recovered, err := r.recovered(ctx, &t, spec)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		view.Recovered[t.FromCluster] = recovered
+	}
+	outcomes, remaining, at := failover.Review(want, view)
 	want.GracefulEvictionTasks = remaining
 	soonest(at)
 
@@ -307,6 +315,37 @@ func (r *Reconciler) applicationPhase(rb client.Object, spec *workv1alpha2.Resou
 		out = append(out, l)
 	}
 	return out, next
+}
+
+// placement tells where the scheduler stands with the binding: pending while it has not
+// looked at the current generation (or this pass evicts, which makes a new one), else done
+// when it placed the workload, failed when it could not.
+func placement(rb client.Object, status *workv1alpha2.ResourceBindingStatus, want *workv1alpha2.ResourceBindingSpec, evicting bool) failover.Placement {
+	c := meta.FindStatusCondition(status.Conditions, wellknown.ConditionScheduled)
+	switch {
+	case evicting || c == nil || c.ObservedGeneration != rb.GetGeneration() || status.SchedulerObservedGeneration != rb.GetGeneration():
+		return failover.PlacementPending
+	case c.Status == metav1.ConditionTrue && len(want.Clusters) > 0:
+		return failover.PlacementDone
+	default:
+		return failover.PlacementFailed
+	}
+}
+
+// recovered tells whether the reason a task's workload left its cluster is gone: for the
+// taint manager's tasks, the cluster is there and no NoExecute taint evicts the binding any
+// more. Application failover's tasks never recover by themselves.
+func (r *Reconciler) recovered(ctx context.Context, t *workv1alpha2.GracefulEvictionTask, spec *workv1alpha2.ResourceBindingSpec) (bool, error) {
+	if t.Producer != failover.ProducerTaintManager {
+		return false, nil
+	}
+	c := &clusterv1alpha1.Cluster{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: t.FromCluster}, c); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	tolerations := failover.Tolerations(spec.Placement.ClusterTolerations, r.Options.NotReadyTolerationSeconds, r.Options.UnreachableTolerationSeconds)
+	ev, evicts := failover.NoExecuteEviction(c.Spec.Taints, tolerations, r.Clock.Now())
+	return c.DeletionTimestamp == nil && (!evicts || r.Clock.Now().Before(ev.At)), nil
 }
 
 // unhealthy: the Work is applied at its generation and the member reports the workload

@@ -38,6 +38,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Options.GracePeriod = DefaultOptions.GracePeriod
 	}
 	sample := r.NewBinding()
+	// Bindings by the clusters of their eviction tasks: a cluster that recovers may end a
+	// task of a binding no longer placed on it.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), sample, IndexEvictedFrom, func(o client.Object) []string {
+		var out []string
+		for _, t := range bindings.Spec(o).GracefulEvictionTasks {
+			out = append(out, t.FromCluster)
+		}
+		return out
+	}); err != nil {
+		return err
+	}
 	isCluster := bindings.Kind(sample) == "ClusterResourceBinding"
 	name := "binding-failover"
 	if isCluster {
@@ -69,30 +80,40 @@ func (r *Reconciler) watching(ctx context.Context, key types.NamespacedName) boo
 	return len(spec.GracefulEvictionTasks) > 0 || failoverApplication(spec) != nil
 }
 
-// onCluster returns the bindings placed on a cluster whose taints changed.
+// IndexEvictedFrom indexes bindings by the clusters of their graceful eviction tasks.
+const IndexEvictedFrom = "flotilla.binding.evictedfrom"
+
+// onCluster returns the bindings placed on, or being evicted from, a cluster whose taints
+// changed.
 func (r *Reconciler) onCluster(ctx context.Context, o client.Object) []reconcile.Request {
-	var keys []types.NamespacedName
-	by := client.MatchingFields{bindings.IndexBindingByCluster: o.GetName()}
-	if bindings.Kind(r.NewBinding()) == "ClusterResourceBinding" {
-		l := &workv1alpha2.ClusterResourceBindingList{}
-		if r.Client.List(ctx, l, by) != nil {
-			return nil
+	seen := map[types.NamespacedName]bool{}
+	var out []reconcile.Request
+	for _, index := range []string{bindings.IndexBindingByCluster, IndexEvictedFrom} {
+		by := client.MatchingFields{index: o.GetName()}
+		var keys []types.NamespacedName
+		if bindings.Kind(r.NewBinding()) == "ClusterResourceBinding" {
+			l := &workv1alpha2.ClusterResourceBindingList{}
+			if r.Client.List(ctx, l, by) != nil {
+				return nil
+			}
+			for i := range l.Items {
+				keys = append(keys, client.ObjectKeyFromObject(&l.Items[i]))
+			}
+		} else {
+			l := &workv1alpha2.ResourceBindingList{}
+			if r.Client.List(ctx, l, by) != nil {
+				return nil
+			}
+			for i := range l.Items {
+				keys = append(keys, client.ObjectKeyFromObject(&l.Items[i]))
+			}
 		}
-		for i := range l.Items {
-			keys = append(keys, client.ObjectKeyFromObject(&l.Items[i]))
+		for _, k := range keys {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, reconcile.Request{NamespacedName: k})
+			}
 		}
-	} else {
-		l := &workv1alpha2.ResourceBindingList{}
-		if r.Client.List(ctx, l, by) != nil {
-			return nil
-		}
-		for i := range l.Items {
-			keys = append(keys, client.ObjectKeyFromObject(&l.Items[i]))
-		}
-	}
-	out := make([]reconcile.Request, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, reconcile.Request{NamespacedName: k})
 	}
 	return out
 }

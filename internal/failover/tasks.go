@@ -6,12 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
-	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 )
 
@@ -93,26 +91,54 @@ type Outcome struct {
 	Blocked bool
 }
 
-// Review decides which graceful eviction tasks are done, given the binding's current
-// placement and aggregated status, at now:
+// Placement is where the scheduler stands with the binding's current spec.
+type Placement int
+
+const (
+	// PlacementPending: the scheduler has not looked at the current spec yet.
+	PlacementPending Placement = iota
+	// PlacementDone: it placed the workload on spec.clusters.
+	PlacementDone
+	// PlacementFailed: it found nowhere to place (all of) it.
+	PlacementFailed
+)
+
+// View is what Review needs to know besides the binding's spec.
+type View struct {
+	// Placement is where the scheduler stands.
+	Placement Placement
+	// Healthy tells, by cluster of spec.clusters, whether its Work renders the current
+	// placement, is applied, and the member reports the workload healthy.
+	Healthy map[string]bool
+	// Recovered tells, by cluster of a task, whether the reason the workload left it is
+	// gone (for the taint manager's tasks: no NoExecute taint evicts any more).
+	Recovered map[string]bool
+	// Now is the time.
+	Now time.Time
+	// GracePeriod is the grace period of tasks that do not set theirs.
+	GracePeriod time.Duration
+}
+
+// Review decides which graceful eviction tasks are done:
 //   - a task whose cluster is back in spec.clusters is done (the Work is the placement's again);
 //   - a task with suppressDeletion stays;
 //   - Never stays: the old cluster's workload is removed by hand (delete the task);
-//   - Directly and Gracefully tasks are done once every cluster of spec.clusters is healthy
-//     (healthy[cluster]: its Work renders the current placement, is applied, and the member
-//     reports the workload healthy), or once their grace period (default
-//     defaultGrace) has ended, but only if the binding is scheduled somewhere: a workload
-//     that has nowhere else to go keeps its old cluster, and the outcome says so (Blocked).
+//   - while the scheduler has not looked at the current spec, nothing else is decided;
+//   - Directly and Gracefully tasks are done once the placement is done and every cluster of
+//     spec.clusters is healthy (the new placement took over), or once their grace period has
+//     ended, but only if the workload was placed: a workload that has nowhere else to go
+//     keeps its old cluster, and the outcome says so (Blocked);
+//   - a task for a workload that found nowhere else to go is done when its cluster
+//     recovered, so that the scheduler may place the workload there again.
 //
 // It returns the outcomes in task order, the tasks that stay, and when a remaining task's
 // grace period ends (the zero time when none will).
-func Review(spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus, healthyOn map[string]bool,
-	now time.Time, defaultGrace time.Duration) (outcomes []Outcome, remaining []workv1alpha2.GracefulEvictionTask, next time.Time) {
-	healthy, notHealthy := placementHealthy(spec, healthyOn)
-	scheduled := len(spec.Clusters) > 0 && meta.IsStatusConditionTrue(status.Conditions, wellknown.ConditionScheduled)
+func Review(spec *workv1alpha2.ResourceBindingSpec, v View) (outcomes []Outcome, remaining []workv1alpha2.GracefulEvictionTask, next time.Time) {
+	healthy, notHealthy := placementHealthy(spec, v.Healthy)
 	for _, t := range spec.GracefulEvictionTasks {
 		o := Outcome{Task: t}
-		deadline := taskDeadline(&t, defaultGrace)
+		deadline := taskDeadline(&t, v.GracePeriod)
+		overdue := !deadline.IsZero() && !v.Now.Before(deadline)
 		switch {
 		case slices.ContainsFunc(spec.Clusters, func(tc workv1alpha2.TargetCluster) bool { return tc.Name == t.FromCluster }):
 			o.Done, o.Why = true, fmt.Sprintf("cluster %s is scheduled again", t.FromCluster)
@@ -120,23 +146,25 @@ func Review(spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.Resourc
 			o.Why = "suppressDeletion is set"
 		case t.PurgeMode == policyv1alpha1.PurgeModeNever:
 			o.Why = "purgeMode is Never"
-		case scheduled && healthy:
+		case v.Placement == PlacementPending:
+			o.Why = "waiting for the workload to be placed elsewhere"
+		case v.Placement == PlacementDone && healthy:
 			o.Done, o.Why = true, fmt.Sprintf("the workload is healthy on %s", names(spec.Clusters))
-		case !deadline.IsZero() && !now.Before(deadline):
-			if scheduled {
-				o.Done, o.Why = true, fmt.Sprintf("the grace period ended (%s); still not healthy: %s", deadline.Sub(created(&t)).Round(time.Second), notHealthy)
-			} else {
-				o.Blocked = true
-				o.Why = fmt.Sprintf("the grace period ended, but no other cluster fits the workload: keeping it on %s", t.FromCluster)
-			}
+		case v.Placement == PlacementFailed && v.Recovered[t.FromCluster]:
+			o.Done, o.Why = true, fmt.Sprintf("cluster %s recovered before the workload found another cluster", t.FromCluster)
+		case overdue && v.Placement == PlacementDone:
+			o.Done, o.Why = true, fmt.Sprintf("the grace period ended (%s); still not healthy: %s", deadline.Sub(created(&t)).Round(time.Second), notHealthy)
+		case overdue:
+			o.Blocked = true
+			o.Why = fmt.Sprintf("the grace period ended, but no other cluster fits the workload: keeping it on %s", t.FromCluster)
 		default:
-			if !deadline.IsZero() && (next.IsZero() || deadline.Before(next)) {
-				next = deadline
-			}
 			o.Why = "waiting for the workload to be healthy on its new clusters"
-			if !scheduled {
+			if v.Placement == PlacementFailed {
 				o.Why = "waiting for the workload to be placed elsewhere"
 			}
+		}
+		if !o.Done && !overdue && !deadline.IsZero() && (next.IsZero() || deadline.Before(next)) {
+			next = deadline
 		}
 		outcomes = append(outcomes, o)
 		if !o.Done {
