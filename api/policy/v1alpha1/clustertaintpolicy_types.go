@@ -24,6 +24,7 @@ type ClusterTaintPolicy struct {
 }
 
 // ClusterTaintPolicySpec is the spec of a ClusterTaintPolicy.
+// +kubebuilder:validation:XValidation:rule="has(self.taints) && size(self.taints) > 0",message="taints: list at least one taint (key and effect) for the policy to add or remove",fieldPath=".taints"
 // +kubebuilder:validation:XValidation:rule="!has(self.taints) || self.taints.all(t, self.taints.exists_one(u, u.key == t.key && u.effect == t.effect))",message="taints: each key and effect pair may appear only once; merge the duplicate entries",fieldPath=".taints"
 type ClusterTaintPolicySpec struct {
 	// TargetClusters selects the clusters the policy manages; unset selects every cluster.
