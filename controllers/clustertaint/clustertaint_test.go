@@ -337,7 +337,9 @@ var _ = Describe("ClusterTaintPolicy admission", func() {
 			[]string{"spec.taints[0].key", "key must be a qualified name such as failed or example.com/failed"}},
 		{"a taint without a key", func(p *policyv1alpha1.ClusterTaintPolicy) { p.Spec.Taints[0].Key = "" },
 			[]string{"spec.taints[0].key"}},
-		{"empty statusValues", func(p *policyv1alpha1.ClusterTaintPolicy) { p.Spec.AddOnConditions[0].StatusValues = []metav1.ConditionStatus{} },
+		{"empty statusValues", func(p *policyv1alpha1.ClusterTaintPolicy) {
+			p.Spec.AddOnConditions[0].StatusValues = []metav1.ConditionStatus{}
+		},
 			[]string{"spec.addOnConditions[0].statusValues", "statusValues: list at least one of True, False, Unknown"}},
 		{"a status that is not True, False or Unknown", func(p *policyv1alpha1.ClusterTaintPolicy) {
 			p.Spec.RemoveOnConditions[0].StatusValues = []metav1.ConditionStatus{"Yes"}
