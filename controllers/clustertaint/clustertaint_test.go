@@ -2,6 +2,8 @@ package clustertaint_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,10 +16,12 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/clustertaint"
+	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
 
 const (
@@ -320,6 +324,15 @@ var _ = Describe("ClusterTaintPolicy admission", func() {
 	}
 	It("admits a valid policy (server-side dry run)", func(ctx SpecContext) {
 		Expect(env.Host.Create(ctx, valid(), client.DryRunAll)).To(Succeed())
+	})
+	It("admits the sample in config/samples and reads it back unchanged", func(ctx SpecContext) {
+		data, err := os.ReadFile(filepath.Join(fleettest.RepoRoot(), "config", "samples", "policy_v1alpha1_clustertaintpolicy.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		sample := &policyv1alpha1.ClusterTaintPolicy{}
+		Expect(yaml.UnmarshalStrict(data, sample)).To(Succeed())
+		created := sample.DeepCopy()
+		Expect(env.Host.Create(ctx, created, client.DryRunAll)).To(Succeed())
+		Expect(created.Spec).To(Equal(sample.Spec))
 	})
 	cases := []struct {
 		name   string

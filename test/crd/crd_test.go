@@ -377,7 +377,7 @@ var _ = Describe("kubectl get columns", func() {
 		{"policy.karmada.io", "v1alpha1", "clusterpropagationpolicies", false, []string{"Name", "CONFLICT-RESOLUTION", "PRIORITY", "AGE"}, nil},
 		{"policy.karmada.io", "v1alpha1", "overridepolicies", true, []string{"Name", "Age"}, nil},
 		{"policy.karmada.io", "v1alpha1", "clusteroverridepolicies", false, []string{"Name", "Age"}, nil},
-		{"policy.karmada.io", "v1alpha1", "clustertaintpolicies", false, []string{"Name", "TAINTS", "AGE"}, nil},
+		{"policy.karmada.io", "v1alpha1", "clustertaintpolicies", false, []string{"Name", "FIRST-TAINT", "AGE"}, nil},
 		{"work.karmada.io", "v1alpha2", "resourcebindings", true, []string{"Name", "READY", "SCHEDULED", "FULLYAPPLIED", "AGE"}, []string{"CLUSTERS"}},
 		{"work.karmada.io", "v1alpha2", "clusterresourcebindings", false, []string{"Name", "READY", "SCHEDULED", "FULLYAPPLIED", "AGE"}, []string{"CLUSTERS"}},
 		{"work.karmada.io", "v1alpha1", "works", true, []string{"Name", "WORKLOAD-KIND", "APPLIED", "AGE"}, nil},

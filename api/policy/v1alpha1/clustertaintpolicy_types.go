@@ -7,7 +7,7 @@ import (
 
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,categories={karmada-io}
-// +kubebuilder:printcolumn:name="TAINTS",type=string,JSONPath=`.spec.taints[*].key`
+// +kubebuilder:printcolumn:name="FIRST-TAINT",type=string,JSONPath=`.spec.taints[0].key`,description="The key of the first taint in spec.taints"
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // ClusterTaintPolicy adds taints to the Clusters it targets when their conditions match
