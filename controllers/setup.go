@@ -16,6 +16,7 @@ import (
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/cluster"
+	"github.com/flotilla-io/flotilla/controllers/clustertaint"
 	customizationcontroller "github.com/flotilla-io/flotilla/controllers/customization"
 	"github.com/flotilla-io/flotilla/controllers/dependencies"
 	"github.com/flotilla-io/flotilla/controllers/detector"
@@ -210,6 +211,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	if err := clusters.SetupWithManager(mgr, cluster.Options{
 		ProbeInterval: o.ProbeInterval, StatusInterval: o.StatusInterval, Workers: o.Workers, NoExecuteTaints: o.NoExecuteTaints,
 	}); err != nil {
+		return nil, err
+	}
+	// ClusterTaintPolicies taint and untaint Clusters on their conditions.
+	if err := (&clustertaint.Reconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(clustertaint.ControllerName),
+	}).SetupWithManager(mgr, clustertaint.DefaultWorkers); err != nil {
 		return nil, err
 	}
 	hostID, err := execution.HostID(ctx, mgr.GetAPIReader())
