@@ -135,7 +135,9 @@ func TestReview(t *testing.T) {
 		{"done when healthy", evicted(""), view(PlacementDone, allHealthy, time.Minute), true, false, "healthy on m1, m2", time.Time{}},
 		{"Directly: done when healthy too", evicted(policyv1alpha1.PurgeModeDirectly), view(PlacementDone, allHealthy, 0), true, false, "healthy", time.Time{}},
 		{"done when the grace period ends", evicted(""), view(PlacementDone, nil, 10*time.Minute), true, false, "grace period ended", time.Time{}},
-		{"task grace period wins", evicted("", func(s *workv1alpha2.ResourceBindingSpec) { s.GracefulEvictionTasks[0].GracePeriodSeconds = ptr.To[int32](30) }),
+		{"task grace period wins", evicted("", func(s *workv1alpha2.ResourceBindingSpec) {
+			s.GracefulEvictionTasks[0].GracePeriodSeconds = ptr.To[int32](30)
+		}),
 			view(PlacementDone, nil, 30*time.Second), true, false, "grace period ended", time.Time{}},
 		{"blocked when nothing else fits", evicted(""), view(PlacementFailed, nil, time.Hour), false, true, "no other cluster fits", time.Time{}},
 		{"done when nothing else fits and the cluster recovered", evicted(""),
