@@ -223,20 +223,28 @@ func PrintWorkloadDescription(w io.Writer, r *WorkloadResult, now time.Time) err
 	return nil
 }
 
-// replicaLine is "3 desired | 3 updated | 2 ready | 2 available" from the fields the
-// workload's spec and status have.
+// replicaLine is "3 desired | 3 updated | 2 ready | 2 available" for kinds with
+// spec.replicas (a count the status leaves out is 0), else the counts the status has
+// (DaemonSet, Job).
 func replicaLine(obj *unstructured.Unstructured) string {
 	var parts []string
+	count := func(field, label string, zero bool) {
+		v, ok, _ := unstructured.NestedInt64(obj.Object, "status", field)
+		if ok || zero {
+			parts = append(parts, fmt.Sprintf("%d %s", v, label))
+		}
+	}
 	if v, ok, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas"); ok {
 		parts = append(parts, fmt.Sprintf("%d desired", v))
-	}
-	for _, f := range []struct{ field, label string }{
-		{"updatedReplicas", "updated"}, {"readyReplicas", "ready"}, {"availableReplicas", "available"},
-		{"numberReady", "ready"}, {"desiredNumberScheduled", "scheduled"}, {"succeeded", "succeeded"},
-		{"active", "active"}, {"failed", "failed"},
-	} {
-		if v, ok, _ := unstructured.NestedInt64(obj.Object, "status", f.field); ok {
-			parts = append(parts, fmt.Sprintf("%d %s", v, f.label))
+		count("updatedReplicas", "updated", true)
+		count("readyReplicas", "ready", true)
+		count("availableReplicas", "available", true)
+	} else {
+		for _, f := range []struct{ field, label string }{
+			{"desiredNumberScheduled", "desired"}, {"updatedNumberScheduled", "updated"}, {"numberReady", "ready"},
+			{"numberAvailable", "available"}, {"active", "active"}, {"succeeded", "succeeded"}, {"failed", "failed"},
+		} {
+			count(f.field, f.label, false)
 		}
 	}
 	if len(parts) == 0 {
