@@ -63,7 +63,9 @@ type WorkloadResult struct {
 	Workload      Ref
 	Selector      string
 	AllNamespaces bool
-	Members       []MemberWorkload
+	// Logs says that logs were asked for.
+	Logs    bool
+	Members []MemberWorkload
 }
 
 // MemberWorkload is one member's answer.
@@ -97,13 +99,17 @@ func (r *WorkloadResult) Failed() int {
 }
 
 // Check is the verdict of the exit code: an error when no member was read, when every
-// member failed, or when a named workload is in none of the members that answered.
+// member failed, when logs were asked for and none could be read, or when a named workload
+// is in none of the members that answered.
 func (r *WorkloadResult) Check() error {
 	if len(r.Members) == 0 {
 		return errors.New("no Ready member clusters: name them with --clusters")
 	}
 	if n := r.Failed(); n == len(r.Members) {
 		return fmt.Errorf("all %d member clusters failed", n)
+	}
+	if err := r.checkLogs(); err != nil {
+		return err
 	}
 	if r.Workload.Name == "" {
 		return nil
@@ -123,6 +129,28 @@ func (r *WorkloadResult) Check() error {
 }
 
 func joinNames(names []string) string { return strings.Join(names, ", ") }
+
+// checkLogs fails when logs were asked for, containers were found and none of their logs
+// could be read.
+func (r *WorkloadResult) checkLogs() error {
+	if !r.Logs {
+		return nil
+	}
+	read, failed := 0, 0
+	for _, m := range r.Members {
+		for _, l := range m.Logs {
+			if l.Err != nil {
+				failed++
+			} else {
+				read++
+			}
+		}
+	}
+	if read == 0 && failed > 0 {
+		return fmt.Errorf("none of the %d containers' logs could be read", failed)
+	}
+	return nil
+}
 
 // podQuery is what one member is asked for.
 type podQuery struct {
@@ -148,7 +176,7 @@ func (h *Host) Workload(ctx context.Context, req WorkloadRequest) (*WorkloadResu
 		return nil, err
 	}
 	res := &WorkloadResult{Workload: ref, Selector: req.Selector, AllNamespaces: q.namespace == metav1.NamespaceAll,
-		Members: make([]MemberWorkload, len(clusters))}
+		Logs: req.Logs != nil, Members: make([]MemberWorkload, len(clusters))}
 	timeout := cmp.Or(req.MemberTimeout, DefaultMemberTimeout)
 	var wg sync.WaitGroup
 	for i, c := range clusters {

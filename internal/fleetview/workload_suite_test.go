@@ -124,6 +124,13 @@ var _ = Describe("logs, events and describe of a workload", Ordered, func() {
 		Expect(res.Check()).To(Succeed())
 		Expect(kubeletRequests).To(Receive(Equal("/containerLogs/team/api-member1-x/app?limitBytes=8388608&tailLines=2")))
 
+		// Only member2: it answers, but no log can be read, which the exit code says.
+		r.Clusters = []string{"member2"}
+		res, err = host.Workload(ctx, r)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Check()).To(MatchError("none of the 2 containers' logs could be read"))
+		r.Clusters = []string{"member1", "member2"}
+
 		r.Logs = &fleetview.LogOptions{Container: "side", TailLines: -1}
 		r.Clusters = []string{"member1"}
 		res, err = host.Workload(ctx, r)

@@ -173,6 +173,20 @@ func TestWorkloadCheck(t *testing.T) {
 	if err := r.Check(); err != nil {
 		t.Errorf("one member has it: %v", err)
 	}
+	r.Logs = true
+	if err := r.Check(); err != nil {
+		t.Errorf("some logs read: %v", err)
+	}
+	logs := r.Members[0].Logs
+	r.Members[0].Logs = logs[2:3]
+	if err := r.Check(); err == nil || err.Error() != "none of the 1 containers' logs could be read" {
+		t.Errorf("no log read: %v", err)
+	}
+	r.Members[0].Logs = nil
+	if err := r.Check(); err != nil {
+		t.Errorf("no containers: %v", err)
+	}
+	r.Logs = false
 	r.Members[0].Object = nil
 	if err := r.Check(); err == nil || err.Error() != "Deployment shop/web is in none of the member clusters read (member1, member3)" {
 		t.Errorf("in none: %v", err)
