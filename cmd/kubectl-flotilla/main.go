@@ -10,6 +10,7 @@
 //	kubectl flotilla describe KIND/NAME [-n NS] [-l SELECTOR] [--clusters a,b] [--member-timeout 5s]
 //	kubectl flotilla logs (KIND/NAME | -l SELECTOR) [-n NS] [-c CONTAINER] [--tail N] [--clusters a,b]
 //	kubectl flotilla events [KIND/NAME] [-n NS | -A] [-l SELECTOR] [--clusters a,b] [-o wide|json|yaml]
+//	kubectl flotilla dashboard [--port N]
 //	kubectl flotilla completion bash|zsh|fish|powershell
 //
 // status prints a template's propagation as a tree (template, claiming policy, binding, one
@@ -69,6 +70,7 @@ func newRootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&host.kubeconfig, "kubeconfig", "", "Kubeconfig of the host cluster (default: $KUBECONFIG or ~/.kube/config)")
 	root.PersistentFlags().StringVar(&host.context, "context", "", "Context of the host kubeconfig to use (default: its current context)")
 	root.AddCommand(newJoinCommand(host), newUnjoinCommand(host), newGetCommand(host),
-		newStatusCommand(host), newDescribeCommand(host), newLogsCommand(host), newEventsCommand(host))
+		newStatusCommand(host), newDescribeCommand(host), newLogsCommand(host), newEventsCommand(host),
+		newDashboardCommand(host))
 	return root
 }

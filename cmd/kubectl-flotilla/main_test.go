@@ -54,6 +54,8 @@ func TestArgumentErrors(t *testing.T) {
 		{[]string{"logs", "a", "b", "c"}, "accepts at most 2 arg(s)"},
 		{[]string{"events", "-o", "name"}, `unknown output format "name"`},
 		{[]string{"events", "-A", "-n", "shop"}, "-A and -n cannot be used together"},
+		{[]string{"dashboard", "--port", "70000"}, "invalid --port 70000"},
+		{[]string{"dashboard", "extra"}, `unknown command "extra"`},
 	} {
 		_, err := run(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
