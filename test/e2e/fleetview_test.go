@@ -123,9 +123,9 @@ var _ = Describe("kubectl flotilla describe, events and logs on the local fleet"
 			Expect(strings.Fields(l)[0]).To(BeElementOf("member1", "member2"), l)
 		}
 		for _, m := range []string{"member1", "member2"} {
-			Expect(out.String()).To(MatchRegexp(m+` +\S+ +Normal +ScalingReplicaSet +deployment/web `))
-			Expect(out.String()).To(MatchRegexp(m+` +\S+ +Normal +SuccessfulCreate +replicaset/web-`))
-			Expect(out.String()).To(MatchRegexp(m+` +\S+ +Normal +Scheduled +pod/web-`))
+			Expect(out.String()).To(MatchRegexp(m + ` +\S+ +Normal +ScalingReplicaSet +deployment/web `))
+			Expect(out.String()).To(MatchRegexp(m + ` +\S+ +Normal +SuccessfulCreate +replicaset/web-`))
+			Expect(out.String()).To(MatchRegexp(m + ` +\S+ +Normal +Scheduled +pod/web-`))
 		}
 	})
 
