@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/flotilla-io/flotilla/internal/dashboard"
+	"github.com/flotilla-io/flotilla/internal/dashboard/browsertest"
 	"github.com/flotilla-io/flotilla/internal/fleetview"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
 )
@@ -127,6 +129,33 @@ var _ = Describe("kubectl flotilla describe, events and logs on the local fleet"
 			Expect(out.String()).To(MatchRegexp(m + ` +\S+ +Normal +SuccessfulCreate +replicaset/web-`))
 			Expect(out.String()).To(MatchRegexp(m + ` +\S+ +Normal +Scheduled +pod/web-`))
 		}
+	})
+
+	It("shows the fleet in the dashboard, in a headless browser: three Ready members and web placed on two", func(ctx context.Context) {
+		browsertest.Chromium(GinkgoT())
+		// Its own context, cancelled after the browser's cleanup (which may take a screenshot).
+		dctx, cancel := context.WithCancel(context.Background())
+		DeferCleanup(cancel)
+		s, err := dashboard.New(dctx, env.Fleet.Host.RESTConfig())
+		Expect(err).NotTo(HaveOccurred())
+		urls, served := make(chan string, 1), make(chan error, 1)
+		go func() { served <- s.Serve(dctx, 0, func(u string) { urls <- u }) }()
+		var url string
+		Eventually(urls).Should(Receive(&url))
+		DeferCleanup(func() { cancel(); Expect(<-served).To(Succeed()) })
+		b := browsertest.Start(GinkgoT(), dctx)
+		b.Navigate(url)
+		row := `#templates tr[data-template="Deployment/views/web"]`
+		b.WaitVisible("the fleet and web", `#clusters tr[data-cluster="member3"]`, row+` td.fully-applied.True`, `#live.connected`)
+		for _, m := range []string{"member1", "member2", "member3"} {
+			Expect(b.Text(`#clusters tr[data-cluster="`+m+`"] td.ready`)).To(Equal("True"), m)
+			Expect(b.Text(`#clusters tr[data-cluster="`+m+`"]`)).To(MatchRegexp(`v1\.\d+\.\d+`), m)
+		}
+		Expect(b.Text(row + ` td.clusters-ready`)).To(Equal("2/2"))
+		for _, m := range []string{"member1", "member2"} {
+			Expect(b.Text(row+` .placement[data-cluster="`+m+`"]`)).To(Equal(m+": 2 · applied True · Healthy · ready 2/2"), "Duplicated: each member runs all 2")
+		}
+		GinkgoWriter.Printf("dashboard clusters:\n%s\ntemplates:\n%s\n", b.Text("#clusters tbody"), b.Text("#templates tbody"))
 	})
 
 	It("reads no container log from kwok's nodes, says so per container, and fails", func(ctx context.Context) {
