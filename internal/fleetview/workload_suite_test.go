@@ -203,10 +203,10 @@ var _ = Describe("logs, events and describe of a workload", Ordered, func() {
 		Expect(ls).To(ContainElements(
 			"Cluster: member1",
 			"Replicas: 2 desired | 1 updated | 1 ready | 1 available",
-			"api-member1-x 2/2 Running 0 node-member1 0s",
+			MatchRegexp(`^api-member1-x 2/2 Running 0 node-member1 \d+s$`),
 			"Cluster: member2",
 			"Replicas: 2 desired | 1 updated | 0 ready | 0 available",
-			"api-member2-x 0/2 Running 1 node-member2 0s",
+			MatchRegexp(`^api-member2-x 0/2 Running 1 node-member2 \d+s$`),
 			"Events (3):",
 		))
 		Expect(out.String()).NotTo(ContainSubstring("other-"))
@@ -216,20 +216,20 @@ var _ = Describe("logs, events and describe of a workload", Ordered, func() {
 		addCluster(ctx, "mute", "https://"+silent.Addr().String())
 		r := req("deploy", "api")
 		r.Clusters = []string{"member1", "mute"}
-		r.MemberTimeout = time.Second
+		r.MemberTimeout = 4 * time.Second // generous: member1 must answer within it on a loaded machine
 		r.Events = true
 		r.Logs = &fleetview.LogOptions{TailLines: 1}
 		start := time.Now()
 		res, err := host.Workload(ctx, r)
 		Expect(err).NotTo(HaveOccurred())
-		GinkgoWriter.Printf("member1 and a silent member, timeout 1s: answered in %s\n", time.Since(start))
+		GinkgoWriter.Printf("member1 and a silent member, timeout 4s: answered in %s\n", time.Since(start))
 		Expect(res.Members[0].Err).NotTo(HaveOccurred())
 		Expect(res.Members[0].Logs).To(HaveLen(2))
-		Expect(res.Members[1].Err).To(MatchError("no answer within 1s"))
+		Expect(res.Members[1].Err).To(MatchError("no answer within 4s"))
 		Expect(res.Check()).To(Succeed())
 		var out bytes.Buffer
 		Expect(fleetview.PrintEvents(&out, res, "", time.Now())).To(Succeed())
-		Expect(lines(out.String())).To(ContainElement("mute error: no answer within 1s"))
+		Expect(lines(out.String())).To(ContainElement("mute error: no answer within 4s"))
 
 		r.Clusters = []string{"mute", "unknown"}
 		res, err = host.Workload(ctx, r)
