@@ -9,6 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/chromedp/chromedp"
@@ -61,11 +64,13 @@ func Start(t T, ctx context.Context) *Browser {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(Chromium(t)), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
+		chromedp.NoDefaultBrowserCheck,
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
 		chromedp.WindowSize(1400, 900),
 	}
+	profile := t.TempDir()
+	opts = append(opts, chromedp.UserDataDir(profile))
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
 	b := &Browser{t: t, Ctx: bctx}
@@ -74,9 +79,54 @@ func Start(t T, ctx context.Context) *Browser {
 			b.screenshot()
 		}
 		cancelBrowser()
-		cancelAlloc()
+		cancelAlloc() // kills the browser and waits for it
+		reap(t, profile)
 	})
 	return b
+}
+
+// reap waits for chromium's helper processes (zygote, renderers), which outlive the browser
+// by a moment, to exit; they are found by the test's own profile directory on their command
+// line. Any still there after 10 s is killed, by pid.
+func reap(t T, profile string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pids := processesWith("--user-data-dir=" + profile)
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Logf("killing chromium processes left after the browser: %v", pids)
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// processesWith lists the pids whose command line contains arg.
+func processesWith(arg string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		for _, a := range strings.Split(string(cmdline), "\x00") {
+			if a == arg {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
 }
 
 // Navigate loads url.
