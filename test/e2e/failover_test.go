@@ -184,7 +184,9 @@ var _ = Describe("Cluster failover", Ordered, func() {
 		restarted = true
 		framework.EventuallyClustersReady(ctx, env.Host, "member2")
 		Eventually(func() error { return env.Host.Get(ctx, work, &workv1alpha1.Work{}) }).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound))
-		Eventually(func() error { return env.Members["member2"].Get(ctx, client.ObjectKeyFromObject(dep), &appsv1.Deployment{}) }).
+		Eventually(func() error {
+			return env.Members["member2"].Get(ctx, client.ObjectKeyFromObject(dep), &appsv1.Deployment{})
+		}).
 			WithContext(ctx).Should(Satisfy(apierrors.IsNotFound))
 		// Back and Ready, member2 gets nothing back: a Divided placement stays until a rebalance.
 		Consistently(func(g Gomega) map[string]int32 { return targetReplicas(bindingOf(ctx, g, ns, "web")) }).
@@ -225,7 +227,9 @@ var _ = Describe("Application failover", func() {
 		GinkgoWriter.Printf("application failover: 2 Ready on member1 %s after the first became ready there (toleration 5 s)\n",
 			time.Since(start).Round(100*time.Millisecond))
 		// Directly: member3's Deployment is gone at once.
-		Eventually(func() error { return env.Members["member3"].Get(ctx, client.ObjectKeyFromObject(app), &appsv1.Deployment{}) }).
+		Eventually(func() error {
+			return env.Members["member3"].Get(ctx, client.ObjectKeyFromObject(app), &appsv1.Deployment{})
+		}).
 			WithContext(ctx).Should(Satisfy(apierrors.IsNotFound))
 		Eventually(func(g Gomega) []string {
 			var notes []string
