@@ -99,6 +99,8 @@ type Reconciler struct {
 	results sync.Map // result → string ("" is success)
 	// crds remembers the members whose MCS CRDs are in place.
 	crds sync.Map // cluster → struct{}
+	// namespaces remembers the namespaces known to exist in consumers.
+	namespaces sync.Map // "<cluster>/<namespace>" → struct{}
 }
 
 type result struct {

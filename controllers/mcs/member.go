@@ -88,6 +88,9 @@ func (r *Reconciler) sync(ctx context.Context, mem *member.Member, key types.Nam
 			clusterIP = svc.Spec.ClusterIP
 		}
 		desired = mcs.Render(plan, mem.Name, clusterIP).Objects()
+		if err := r.ensureNamespace(ctx, mem, key.Namespace); err != nil {
+			return err
+		}
 	}
 	var errs []error
 	for _, obj := range desired {
@@ -107,6 +110,29 @@ func (r *Reconciler) sync(ctx context.Context, mem *member.Member, key types.Nam
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ensureNamespace creates the service's namespace in a consumer that does not have it (the
+// MCS API's namespace sameness), labelled as Flotilla's. It is never deleted by the
+// controller: other things may live in it by then.
+func (r *Reconciler) ensureNamespace(ctx context.Context, mem *member.Member, ns string) error {
+	done := mem.Name + "/" + ns
+	if _, ok := r.namespaces.Load(done); ok {
+		return nil
+	}
+	err := mem.Client.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{})
+	if apierrors.IsNotFound(err) {
+		err = mem.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+			Labels: map[string]string{mcs.ManagedByLabel: mcs.ManagedByValue}}}, client.FieldOwner(FieldOwner))
+		if apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("namespace %s: %w", ns, err)
+	}
+	r.namespaces.Store(done, struct{}{})
+	return nil
 }
 
 // apply server-side applies one derived object unless the member cache shows it as it is
@@ -134,7 +160,11 @@ func (r *Reconciler) apply(ctx context.Context, mem *member.Member, obj client.O
 			return fmt.Errorf("%s %s/%s %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), errForeignObject)
 		}
 	}
-	return mem.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership)
+	err = mem.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership)
+	if apierrors.IsNotFound(err) {
+		r.namespaces.Delete(mem.Name + "/" + obj.GetNamespace()) // deleted since: create it again next time
+	}
+	return err
 }
 
 // same says whether the current object has every desired label, spec and top-level field

@@ -75,7 +75,7 @@ func (r *Reconciler) allKeys(ctx context.Context, _ client.Object) []reconcile.R
 
 // mapMember maps member events to services: a member (re)connecting or going away brings
 // back every service (and sets the member up); a ServiceExport its service; a Service,
-// EndpointSlice or ServiceImport the service it belongs to, when that service is known.
+// EndpointSlice or ServiceImport the service it belongs to.
 func (r *Reconciler) mapMember(ctx context.Context, o client.Object) []reconcile.Request {
 	if c, ok := o.(*clusterv1alpha1.Cluster); ok {
 		r.queues.Add(c.Name, memberSetupKey)
@@ -96,9 +96,10 @@ func (r *Reconciler) mapMember(ctx context.Context, o client.Object) []reconcile
 	default:
 		return nil
 	}
-	key := types.NamespacedName{Namespace: o.GetNamespace(), Name: name}
-	if _, ok := r.known.Load(key); !ok || name == "" {
+	if name == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: key}}
+	// Not only known services: a slice seen before its service was known must still bring
+	// it back (the member cache holds only Flotilla-managed objects, so this stays cheap).
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
