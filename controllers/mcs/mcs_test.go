@@ -92,12 +92,13 @@ func gone(ctx context.Context, m string, obj client.Object) func() bool {
 var _ = Describe("ServiceExport", func() {
 	It("installs the MCS CRDs into the host and every member", func(ctx context.Context) {
 		for _, c := range []client.Client{env.Host, env.Members["member1"], env.Members["member2"], env.Members["member3"]} {
-			Eventually(func() error {
-				return c.Get(ctx, client.ObjectKey{Name: "serviceexports.multicluster.x-k8s.io"}, &apiextensionsv1.CustomResourceDefinition{})
-			}).WithContext(ctx).Should(Succeed())
-			Eventually(func() error {
-				return c.Get(ctx, client.ObjectKey{Name: "serviceimports.multicluster.x-k8s.io"}, &apiextensionsv1.CustomResourceDefinition{})
-			}).WithContext(ctx).Should(Succeed())
+			for _, name := range []string{"serviceexports.multicluster.x-k8s.io", "serviceimports.multicluster.x-k8s.io"} {
+				Eventually(func() error {
+					crd := &metav1.PartialObjectMetadata{}
+					crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+					return c.Get(ctx, client.ObjectKey{Name: name}, crd)
+				}).WithContext(ctx).Should(Succeed())
+			}
 		}
 	})
 

@@ -43,7 +43,7 @@ const (
 	ManagedByValue = "flotilla-mcs"
 	// EndpointSliceController is the endpointslice.kubernetes.io/managed-by value of derived
 	// EndpointSlices, so that kube-controller-manager leaves them alone.
-	EndpointSliceController = "flotilla.io/mcs-controller"
+	EndpointSliceController = "mcs-controller.flotilla.io"
 	// KubeEndpointSliceController is the value kube-controller-manager sets on the slices it
 	// builds: only those are collected from providers.
 	KubeEndpointSliceController = "endpointslice-controller.k8s.io"

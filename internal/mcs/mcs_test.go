@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
@@ -175,6 +176,14 @@ func TestRender(t *testing.T) {
 			}
 		}
 		names[s.Name] = true
+		for k, v := range s.Labels {
+			if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+				t.Errorf("label key %q: %v", k, errs)
+			}
+			if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+				t.Errorf("label %s value %q: %v", k, v, errs)
+			}
+		}
 		for _, ep := range s.Endpoints {
 			if ep.NodeName != nil || ep.TargetRef != nil {
 				t.Errorf("slice %s keeps the provider's node or pod: %+v", s.Name, ep)

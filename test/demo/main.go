@@ -123,6 +123,9 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.weightedPipy(ctx); err != nil {
 		return err
 	}
+	if err := d.serviceDiscovery(ctx); err != nil {
+		return err
+	}
 
 	title("5/5 Scenario nginx-override")
 	if err := d.nginxOverride(ctx); err != nil {
