@@ -210,6 +210,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	}
 	if err := (&mcscontroller.Reconciler{
 		Client: mgr.GetClient(), Members: members, Recorder: mgr.GetEventRecorder(mcscontroller.ControllerName), MemberWorkers: o.MemberWorkers,
+		KindServed: clusters.RefreshStatus,
 	}).SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
 	}

@@ -88,6 +88,10 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// MemberWorkers is how many services of one member are written at once.
 	MemberWorkers int
+	// KindServed, when set, is told that the MCS kinds are served in a member (its CRDs are
+	// in place and watched), so that the member's API list is collected again at once and
+	// ServiceExport templates can be scheduled there without waiting.
+	KindServed func(cluster string)
 
 	queues *memberqueue.Queues[types.NamespacedName]
 	wake   chan event.GenericEvent

@@ -64,7 +64,9 @@ func (r *Reconciler) setupMember(ctx context.Context, mem *member.Member) error 
 	if err := r.watch(ctx, mem.Name, exportGVK, importGVK, serviceGVK, sliceGVK); err != nil {
 		return err // the kinds may not be served yet: retried with backoff
 	}
-	r.crds.Store(mem.Name, struct{}{})
+	if _, loaded := r.crds.Swap(mem.Name, struct{}{}); !loaded && r.KindServed != nil {
+		r.KindServed(mem.Name)
+	}
 	for _, gvk := range []schema.GroupVersionKind{importGVK, exportGVK} {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))

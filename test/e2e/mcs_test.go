@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,16 +59,16 @@ var _ = Describe("Multi-cluster services", func() {
 			g.Expect(importedIPs(ctx, g, consumer, ns)).To(ConsistOf(providerPodIPs(ctx, g, ns, providers)))
 			g.Expect(providerPodIPs(ctx, g, ns, providers)).To(HaveLen(4))
 		}).WithContext(ctx).Should(Succeed())
-		imp := &mcsv1alpha1.ServiceImport{}
-		Expect(consumer.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, imp)).To(Succeed())
-		Expect(imp.Spec.Type).To(Equal(mcsv1alpha1.ClusterSetIP))
-		Expect(imp.Spec.Ports).To(ConsistOf(mcsv1alpha1.ServicePort{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}))
+		imp := &mcsv1alpha1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 		derived := &corev1.Service{}
-		Expect(consumer.Get(ctx, client.ObjectKey{Namespace: ns, Name: mcs.DerivedServiceName("web")}, derived)).To(Succeed())
 		Eventually(func(g Gomega) {
+			g.Expect(consumer.Get(ctx, client.ObjectKey{Namespace: ns, Name: mcs.DerivedServiceName("web")}, derived)).To(Succeed())
 			g.Expect(consumer.Get(ctx, client.ObjectKeyFromObject(imp), imp)).To(Succeed())
 			g.Expect(imp.Spec.IPs).To(ConsistOf(derived.Spec.ClusterIP))
 		}).WithContext(ctx).Should(Succeed())
+		Expect(imp.Spec.Type).To(Equal(mcsv1alpha1.ClusterSetIP))
+		Expect(imp.Spec.Ports).To(ConsistOf(mcsv1alpha1.ServicePort{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}))
+		Expect(derived.Spec.Selector).To(BeEmpty())
 		slicesOf := derivedSlices(ctx, Default, consumer, ns)
 		sources := map[string]bool{}
 		for _, s := range slicesOf {
@@ -95,28 +97,40 @@ var _ = Describe("Multi-cluster services", func() {
 		}).WithContext(ctx).Should(Succeed())
 
 		By("deleting a pod in member1")
+		// kwok gives every member pod IPs from the same range, so IPs repeat across members
+		// (and a replacement pod may get the deleted pod's IP): compare by source cluster, and
+		// time the first change of each side's endpoints.
 		pods := &corev1.PodList{}
 		Expect(env.Members["member1"].List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app": "web"})).To(Succeed())
 		victim := pods.Items[0]
+		providerSel := client.MatchingLabels{discoveryv1.LabelServiceName: "web"}
+		consumerSel := client.MatchingLabels{mcsv1alpha1.LabelServiceName: "web", mcsv1alpha1.LabelSourceCluster: "member1", mcs.ManagedByLabel: mcs.ManagedByValue}
+		var providerBefore, consumerBefore []string
+		Eventually(func(g Gomega) {
+			providerBefore = endpointStates(ctx, g, env.Members["member1"], ns, providerSel)
+			consumerBefore = endpointStates(ctx, g, consumer, ns, consumerSel)
+			g.Expect(consumerBefore).To(Equal(providerBefore))
+		}).WithContext(ctx).Should(Succeed())
 		start := time.Now()
 		Expect(env.Members["member1"].Delete(ctx, &victim, client.GracePeriodSeconds(0))).To(Succeed())
 		var providerAt, consumerAt time.Duration
 		Eventually(func(g Gomega) {
-			if providerAt == 0 && !slices.Contains(sliceIPs(ctx, g, env.Members["member1"], ns, client.MatchingLabels{discoveryv1.LabelServiceName: "web"}), victim.Status.PodIP) {
+			if providerAt == 0 && !equalStates(endpointStates(ctx, g, env.Members["member1"], ns, providerSel), providerBefore) {
 				providerAt = time.Since(start)
 			}
-			if consumerAt == 0 && !slices.Contains(importedIPs(ctx, g, consumer, ns), victim.Status.PodIP) {
+			if consumerAt == 0 && !equalStates(endpointStates(ctx, g, consumer, ns, consumerSel), consumerBefore) {
 				consumerAt = time.Since(start)
 			}
 			g.Expect(providerAt).NotTo(BeZero())
 			g.Expect(consumerAt).NotTo(BeZero())
 		}).WithContext(ctx).WithPolling(10 * time.Millisecond).Should(Succeed())
-		GinkgoWriter.Printf("MCS latency: pod %s deleted in member1; gone from member1's EndpointSlice after %v, from member3's derived EndpointSlices after %v (%v after the provider's slice)\n",
+		GinkgoWriter.Printf("MCS latency: pod %s deleted in member1; member1's EndpointSlice changed after %v, member3's derived EndpointSlice after %v (%v after the provider's slice)\n",
 			victim.Name, providerAt.Round(time.Millisecond), consumerAt.Round(time.Millisecond), (consumerAt - providerAt).Round(time.Millisecond))
 		Eventually(func(g Gomega) {
-			want := providerPodIPs(ctx, g, ns, providers)
-			g.Expect(want).To(HaveLen(6)) // the ReplicaSet replaced the pod
-			g.Expect(importedIPs(ctx, g, consumer, ns)).To(ConsistOf(want))
+			g.Expect(providerPodIPs(ctx, g, ns, []string{"member1"})).To(HaveLen(3)) // the ReplicaSet replaced the pod
+			g.Expect(podUIDs(ctx, g, ns, "member1")).NotTo(ContainElement(victim.UID))
+			g.Expect(endpointStates(ctx, g, consumer, ns, consumerSel)).To(Equal(endpointStates(ctx, g, env.Members["member1"], ns, providerSel)))
+			g.Expect(importedIPs(ctx, g, consumer, ns)).To(ConsistOf(providerPodIPs(ctx, g, ns, providers)))
 		}).WithContext(ctx).Should(Succeed())
 
 		By("deleting the ServiceExport template removes everything derived from it in member3")
@@ -156,6 +170,34 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// endpointStates are the endpoints of the matching slices as "address ready serving
+// terminating", sorted.
+func endpointStates(ctx context.Context, g Gomega, c client.Client, ns string, sel client.MatchingLabels) []string {
+	list := &discoveryv1.EndpointSliceList{}
+	g.Expect(c.List(ctx, list, client.InNamespace(ns), sel)).To(Succeed())
+	out := []string{}
+	for _, s := range list.Items {
+		for _, ep := range s.Endpoints {
+			out = append(out, fmt.Sprintf("%v %v %v %v", ep.Addresses, ptr.Deref(ep.Conditions.Ready, true),
+				ptr.Deref(ep.Conditions.Serving, true), ptr.Deref(ep.Conditions.Terminating, false)))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func equalStates(a, b []string) bool { return slices.Equal(a, b) }
+
+func podUIDs(ctx context.Context, g Gomega, ns, m string) []types.UID {
+	pods := &corev1.PodList{}
+	g.Expect(env.Members[m].List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app": "web"})).To(Succeed())
+	var out []types.UID
+	for _, p := range pods.Items {
+		out = append(out, p.UID)
+	}
+	return out
 }
 
 func derivedSlices(ctx context.Context, g Gomega, c client.Client, ns string) []discoveryv1.EndpointSlice {
