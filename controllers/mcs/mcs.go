@@ -21,7 +21,9 @@
 // or a provider goes away, what was derived from it is deleted from every member.
 //
 // The ServiceExport and ServiceImport CRDs (embedded in sigs.k8s.io/mcs-api) are created in
-// the host and in every member when missing; a CRD that is already there is left as it is.
+// every member when missing; a CRD that is already there is left as it is. The host gets
+// them from whoever installs Flotilla (the operator does not create CRDs in the host: OLM
+// forbids it), and needs them only for ServiceExport templates.
 package mcs
 
 import (
@@ -114,7 +116,6 @@ type result struct {
 
 // +kubebuilder:rbac:groups=networking.karmada.io,resources=multiclusterservices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.karmada.io,resources=multiclusterservices/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile resolves one service from the member caches and hands the writes to the members'

@@ -18,9 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	networkingv1alpha1 "github.com/flotilla-io/flotilla/api/networking/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	mcscontroller "github.com/flotilla-io/flotilla/controllers/mcs"
+	"github.com/flotilla-io/flotilla/internal/join"
 	"github.com/flotilla-io/flotilla/internal/mcs"
 )
 
@@ -90,8 +92,8 @@ func gone(ctx context.Context, m string, obj client.Object) func() bool {
 }
 
 var _ = Describe("ServiceExport", func() {
-	It("installs the MCS CRDs into the host and every member", func(ctx context.Context) {
-		for _, c := range []client.Client{env.Host, env.Members["member1"], env.Members["member2"], env.Members["member3"]} {
+	It("installs the MCS CRDs into every member", func(ctx context.Context) {
+		for _, c := range []client.Client{env.Members["member1"], env.Members["member2"], env.Members["member3"]} {
 			for _, name := range []string{"serviceexports.multicluster.x-k8s.io", "serviceimports.multicluster.x-k8s.io"} {
 				Eventually(func() error {
 					crd := &metav1.PartialObjectMetadata{}
@@ -265,5 +267,38 @@ var _ = Describe("MultiClusterService", func() {
 			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 			Expect(err.Error()).To(ContainSubstring("spec.types"))
 		}
+	})
+})
+
+var _ = Describe("A member leaving", func() {
+	It("takes its endpoints out of every consumer, and brings them back when it joins again", func(ctx context.Context) {
+		ns := "mcs-leave"
+		provide(ctx, "member1", ns, "db", 5432, "10.1.3.1")
+		exportIn(ctx, "member1", ns, "db")
+		provide(ctx, "member2", ns, "db", 5432, "10.2.3.1")
+		exportIn(ctx, "member2", ns, "db")
+		both := map[string][]string{"member1": {"10.1.3.1"}, "member2": {"10.2.3.1"}}
+		Eventually(func(g Gomega) map[string][]string { return imported(ctx, g, "member3", ns, "db") }).WithContext(ctx).Should(Equal(both))
+
+		By("deleting the Cluster member2")
+		c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member2"}}
+		Expect(env.Host.Delete(ctx, c)).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(env.Host.Get(ctx, client.ObjectKeyFromObject(c), c)) }).WithContext(ctx).Should(BeTrue())
+		Eventually(func(g Gomega) map[string][]string { return imported(ctx, g, "member3", ns, "db") }).
+			WithContext(ctx).Should(Equal(map[string][]string{"member1": {"10.1.3.1"}}))
+		Eventually(func(g Gomega) map[string][]string { return imported(ctx, g, "member1", ns, "db") }).
+			WithContext(ctx).Should(Equal(map[string][]string{"member1": {"10.1.3.1"}}))
+
+		By("joining member2 again")
+		m := env.Fleet.Member("member2")
+		_, err := join.Join(ctx, join.Options{Name: "member2", Host: env.Fleet.Host.RESTConfig(), Member: m.RESTConfig()})
+		Expect(err).NotTo(HaveOccurred())
+		env.WaitClustersReady(ctx, "member2")
+		Eventually(func(g Gomega) map[string][]string { return imported(ctx, g, "member3", ns, "db") }).WithContext(ctx).Should(Equal(both))
+
+		for _, m := range []string{"member1", "member2"} {
+			Expect(env.Members[m].Delete(ctx, &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
+		}
+		Eventually(func(g Gomega) map[string][]string { return imported(ctx, g, "member3", ns, "db") }).WithContext(ctx).Should(BeEmpty())
 	})
 })

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -21,23 +20,13 @@ import (
 	"github.com/flotilla-io/flotilla/internal/memberqueue"
 )
 
-// SetupWithManager registers the controller, its member queues, and the creation of the MCS
-// CRDs in the host.
+// SetupWithManager registers the controller and its member queues.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Client == nil || r.Members == nil || r.Recorder == nil {
 		return fmt.Errorf("mcs controller: Client, Members and Recorder must be set")
 	}
 	r.queues = memberqueue.New("mcs", r.MemberWorkers, r.process)
 	if err := mgr.Add(r.queues); err != nil {
-		return err
-	}
-	// The host needs the ServiceExport CRD for ServiceExport templates.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		if err := EnsureCRDs(ctx, r.Client); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Cannot create the MCS CRDs in the host; ServiceExport templates need them")
-		}
-		return nil
-	})); err != nil {
 		return err
 	}
 	r.wake = make(chan event.GenericEvent, 1024)

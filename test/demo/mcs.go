@@ -7,11 +7,13 @@ import (
 	"strings"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	mcscontroller "github.com/flotilla-io/flotilla/controllers/mcs"
 	"github.com/flotilla-io/flotilla/internal/mcs"
 )
 
@@ -19,9 +21,15 @@ import (
 // member2 (a ServiceExport template and its policy) and prints the endpoints member3 imports.
 func (d *demo) serviceDiscovery(ctx context.Context) error {
 	step("Multi-cluster services: export Service pipy from member1 and member2; member3 imports their endpoints.")
+	fmt.Println("   kubectl apply -f <sigs.k8s.io/mcs-api v0.5.2 config/crd>   # ServiceExport, ServiceImport CRDs in the host")
+	if err := mcscontroller.EnsureCRDs(ctx, d.host); err != nil {
+		return err
+	}
 	fmt.Println("   kubectl create -f - <<< 'ServiceExport pipy + PropagationPolicy pipy-export (member1, member2)'")
-	exp := &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pipy"}}
-	if err := d.host.Create(ctx, exp); client.IgnoreAlreadyExists(err) != nil {
+	if err := d.wait(ctx, "ServiceExport served by the host", func(ctx context.Context) (bool, error) {
+		err := d.host.Create(ctx, &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pipy"}})
+		return err == nil || apierrors.IsAlreadyExists(err), nil
+	}); err != nil {
 		return err
 	}
 	pp := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pipy-export"},

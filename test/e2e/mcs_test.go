@@ -20,6 +20,7 @@ import (
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	mcscontroller "github.com/flotilla-io/flotilla/controllers/mcs"
 	"github.com/flotilla-io/flotilla/internal/mcs"
 )
 
@@ -39,7 +40,9 @@ var _ = Describe("Multi-cluster services", func() {
 		export := &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 		Expect(env.Host.Create(ctx, web)).To(Succeed())
 		Expect(env.Host.Create(ctx, svc)).To(Succeed())
-		// The controller creates the ServiceExport CRD in the host when it starts.
+		// The platform engineer installs the MCS CRDs in the host (the operator installs them
+		// into members only).
+		Expect(mcscontroller.EnsureCRDs(ctx, env.Host)).To(Succeed())
 		Eventually(func() error { return env.Host.Create(ctx, export) }).WithContext(ctx).Should(Succeed())
 		Expect(env.Host.Create(ctx, &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
 			Spec: policyv1alpha1.PropagationSpec{
