@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -62,6 +63,10 @@ const (
 	ControllerName = "mcs-controller"
 	// FieldOwner is the field manager of what the controller writes.
 	FieldOwner = "flotilla-mcs"
+
+	// crdEstablishedPoll is how often a member whose MCS CRDs were just created is looked at
+	// again until it serves them.
+	crdEstablishedPoll = time.Second
 
 	// Event reasons.
 	EventReasonLoadBalancerNotSupported = "LoadBalancerNotSupported"

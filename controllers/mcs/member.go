@@ -34,7 +34,7 @@ func (r *Reconciler) process(ctx context.Context, cluster string, key types.Name
 		return ctrl.Result{}, nil // the member's reconnect brings every service back
 	}
 	if key == memberSetupKey {
-		return ctrl.Result{}, r.setupMember(ctx, mem)
+		return r.setupMember(ctx, mem)
 	}
 	if err := r.watch(ctx, cluster, serviceGVK, sliceGVK); err != nil {
 		return ctrl.Result{}, err
@@ -57,12 +57,15 @@ func (r *Reconciler) process(ctx context.Context, cluster string, key types.Name
 // setupMember installs the MCS CRDs into a member, watches ServiceExports and ServiceImports
 // there, and looks again at every service the member has derived objects of (so what was
 // derived before a restart is found and cleaned up).
-func (r *Reconciler) setupMember(ctx context.Context, mem *member.Member) error {
+func (r *Reconciler) setupMember(ctx context.Context, mem *member.Member) (ctrl.Result, error) {
 	if err := EnsureCRDs(ctx, mem.Client); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	if err := r.watch(ctx, mem.Name, exportGVK, importGVK, serviceGVK, sliceGVK); err != nil {
-		return err // the kinds may not be served yet: retried with backoff
+		if meta.IsNoMatchError(err) {
+			return ctrl.Result{RequeueAfter: crdEstablishedPoll}, nil // the new CRDs are not served yet
+		}
+		return ctrl.Result{}, err
 	}
 	if _, loaded := r.crds.Swap(mem.Name, struct{}{}); !loaded && r.KindServed != nil {
 		r.KindServed(mem.Name)
@@ -77,7 +80,7 @@ func (r *Reconciler) setupMember(ctx context.Context, mem *member.Member) error 
 			r.wakeKey(client.ObjectKeyFromObject(&list.Items[i]))
 		}
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // sync makes the member's derived objects of the service what the plan says.
