@@ -256,6 +256,37 @@ var _ = Describe("MultiClusterService", func() {
 		Expect(env.Members["member1"].Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, &corev1.Service{})).To(Succeed())
 	})
 
+	It("derives nothing for LoadBalancer alone or without providers, and says why", func(ctx context.Context) {
+		ns := "mcs-nothing"
+		Expect(env.Host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		provide(ctx, "member1", ns, "lb", 80, "10.1.4.1")
+		lbOnly := &networkingv1alpha1.MultiClusterService{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lb"},
+			Spec: networkingv1alpha1.MultiClusterServiceSpec{Types: []networkingv1alpha1.ExposureType{networkingv1alpha1.ExposureTypeLoadBalancer}}}
+		noProvider := &networkingv1alpha1.MultiClusterService{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ghost"},
+			Spec: networkingv1alpha1.MultiClusterServiceSpec{Types: []networkingv1alpha1.ExposureType{networkingv1alpha1.ExposureTypeCrossCluster}}}
+		Expect(env.Host.Create(ctx, lbOnly)).To(Succeed())
+		Expect(env.Host.Create(ctx, noProvider)).To(Succeed())
+		for m, reason := range map[*networkingv1alpha1.MultiClusterService]string{
+			lbOnly: networkingv1alpha1.MCSReasonNotSupported, noProvider: networkingv1alpha1.MCSReasonNoProviders} {
+			Eventually(func(g Gomega) {
+				g.Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(m), m)).To(Succeed())
+				applied := meta.FindStatusCondition(m.Status.Conditions, networkingv1alpha1.MCSConditionServiceApplied)
+				g.Expect(applied).NotTo(BeNil())
+				g.Expect(applied.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(applied.Reason).To(Equal(reason))
+			}).WithContext(ctx).Should(Succeed(), m.Name)
+		}
+		Expect(env.EventReasons(ctx, Default, lbOnly)).To(ContainElement(mcscontroller.EventReasonLoadBalancerNotSupported))
+		Consistently(func(g Gomega) {
+			for _, m := range []string{"member1", "member2", "member3"} {
+				for _, name := range []string{"lb", "ghost"} {
+					g.Expect(imported(ctx, g, m, ns, name)).To(BeEmpty())
+					g.Expect(gone(ctx, m, &mcsv1alpha1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})()).To(BeTrue())
+				}
+			}
+		}).WithContext(ctx).Should(Succeed())
+	})
+
 	It("rejects an unknown type and an empty type list with the schema's message", func(ctx context.Context) {
 		for _, types := range [][]any{{"Mesh"}, {}} {
 			u := &unstructured.Unstructured{Object: map[string]any{

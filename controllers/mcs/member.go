@@ -86,7 +86,7 @@ func (r *Reconciler) setupMember(ctx context.Context, mem *member.Member) (ctrl.
 // sync makes the member's derived objects of the service what the plan says.
 func (r *Reconciler) sync(ctx context.Context, mem *member.Member, key types.NamespacedName, plan *mcs.Plan) error {
 	var desired []client.Object
-	if plan != nil && slices.Contains(plan.Consumers, mem.Name) {
+	if plan != nil && plan.Serves(mem.Name) {
 		clusterIP := ""
 		svc := &corev1.Service{}
 		if err := getCached(ctx, mem, types.NamespacedName{Namespace: key.Namespace, Name: mcs.DerivedServiceName(key.Name)}, serviceGVK, svc); err == nil {

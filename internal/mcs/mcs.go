@@ -107,6 +107,14 @@ type sourcedSlice struct {
 	slice   *discoveryv1.EndpointSlice
 }
 
+// Serves says whether the cluster gets derived objects: it is a consumer, and the service
+// has providers and something to expose (ports, or headless). A service with nothing to
+// import derives nothing anywhere, so nothing invalid is written.
+func (p *Plan) Serves(cluster string) bool {
+	return len(p.Providers) > 0 && (len(p.Spec.Ports) > 0 || p.Spec.Type == mcsv1alpha1.Headless) &&
+		slices.Contains(p.Consumers, cluster)
+}
+
 // DerivedServiceName is the name of the derived Service of a clusterset service.
 func DerivedServiceName(name string) string { return DerivedServicePrefix + name }
 

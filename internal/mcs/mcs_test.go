@@ -223,6 +223,31 @@ func TestPortsFilter(t *testing.T) {
 	}
 }
 
+func TestServes(t *testing.T) {
+	withPorts := Input{Namespace: "ns", Name: "web", Consumers: []string{"c"}, Exports: []Export{{Cluster: "a", Service: svc(port("http", 80))}}}
+	noProviders := Input{Namespace: "ns", Name: "web", Consumers: []string{"c"}, Exports: []Export{{Cluster: "a"}}}
+	filtered := withPorts
+	filtered.Ports = []int32{443}
+	for name, tc := range map[string]struct {
+		in      Input
+		cluster string
+		want    bool
+	}{
+		"consumer of a service with ports": {withPorts, "c", true},
+		"not a consumer":                   {withPorts, "a", false},
+		"no valid provider":                {noProviders, "c", false},
+		"every port filtered out":          {filtered, "c", false},
+	} {
+		p, err := Resolve(tc.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Serves(tc.cluster); got != tc.want {
+			t.Errorf("%s: Serves(%s) = %v, want %v", name, tc.cluster, got, tc.want)
+		}
+	}
+}
+
 func TestStale(t *testing.T) {
 	mk := func(kind, name string, ours bool) client.Object {
 		s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}

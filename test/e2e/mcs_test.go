@@ -91,8 +91,9 @@ var _ = Describe("Multi-cluster services", func() {
 
 		By("scaling the template to 3 replicas per member")
 		Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())
+		patch := client.MergeFrom(web.DeepCopy()) // as kubectl scale: no conflict with Flotilla's status writes
 		web.Spec.Replicas = ptr.To[int32](3)
-		Expect(env.Host.Update(ctx, web)).To(Succeed())
+		Expect(env.Host.Patch(ctx, web, patch)).To(Succeed())
 		Eventually(func(g Gomega) {
 			want := providerPodIPs(ctx, g, ns, providers)
 			g.Expect(want).To(HaveLen(6))
