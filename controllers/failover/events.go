@@ -6,8 +6,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/failover"
 )
@@ -19,7 +21,7 @@ func (r *Reconciler) recordChanges(rb client.Object, spec *workv1alpha2.Resource
 		if mode == "" {
 			mode = "Gracefully"
 		}
-		r.event(rb, spec, corev1.EventTypeWarning, EventReasonEvictWorkloadFromClusterSucceed,
+		r.event(rb, spec, l.Cluster, corev1.EventTypeWarning, EventReasonEvictWorkloadFromClusterSucceed,
 			"Evicted from cluster %s (%s): %s; purgeMode %s", l.Cluster, l.Producer, l.why, mode)
 	}
 	for _, o := range outcomes {
@@ -28,7 +30,7 @@ func (r *Reconciler) recordChanges(rb client.Object, spec *workv1alpha2.Resource
 			if !failover.KeepsWork(&o.Task) {
 				what = "its Work there was removed at eviction"
 			}
-			r.event(rb, spec, corev1.EventTypeNormal, EventReasonGracefulEvictionDone,
+			r.event(rb, spec, o.Task.FromCluster, corev1.EventTypeNormal, EventReasonGracefulEvictionDone,
 				"Eviction from cluster %s is done, %s: %s", o.Task.FromCluster, what, o.Why)
 			r.mu.Lock()
 			delete(r.told, r.key(rb, "blocked/"+o.Task.FromCluster))
@@ -43,7 +45,7 @@ func (r *Reconciler) recordChanges(rb client.Object, spec *workv1alpha2.Resource
 func (r *Reconciler) recordWaits(rb client.Object, outcomes []failover.Outcome) {
 	for _, o := range outcomes {
 		if o.Blocked {
-			r.once(rb, "blocked/"+o.Task.FromCluster, corev1.EventTypeWarning, EventReasonGracefulEvictionBlocked, "%s", o.Why)
+			r.once(rb, o.Task.FromCluster, "blocked/"+o.Task.FromCluster, corev1.EventTypeWarning, EventReasonGracefulEvictionBlocked, "%s", o.Why)
 		}
 	}
 }
@@ -54,8 +56,8 @@ func (r *Reconciler) key(rb client.Object, what string) string {
 	return client.ObjectKeyFromObject(rb).String() + "/" + string(rb.GetUID()) + "/" + what
 }
 
-// once records an event on the binding the first time what is seen.
-func (r *Reconciler) once(rb client.Object, what, typ, reason, format string, args ...any) {
+// once records an event on the binding, related to a cluster, the first time what is seen.
+func (r *Reconciler) once(rb client.Object, cluster, what, typ, reason, format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.told == nil {
@@ -66,7 +68,7 @@ func (r *Reconciler) once(rb client.Object, what, typ, reason, format string, ar
 		return
 	}
 	r.told[k] = true
-	r.Recorder.Eventf(rb, nil, typ, reason, "Failover", format, args...)
+	r.Recorder.Eventf(rb, related(cluster), typ, reason, "Failover", format, args...)
 }
 
 // forget drops what is remembered of a binding that is gone.
@@ -87,19 +89,31 @@ func (r *Reconciler) forget(name string) {
 	}
 }
 
-// event records on the binding and on its template.
-func (r *Reconciler) event(rb client.Object, spec *workv1alpha2.ResourceBindingSpec, typ, reason, format string, args ...any) {
+// event records on the binding and on its template, related to the cluster (so that events
+// of one reason about two clusters are two events, not one series).
+func (r *Reconciler) event(rb client.Object, spec *workv1alpha2.ResourceBindingSpec, cluster, typ, reason, format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.eventLocked(rb, spec, typ, reason, format, args...)
+	r.eventLocked(rb, spec, cluster, typ, reason, format, args...)
 }
 
-func (r *Reconciler) eventLocked(rb client.Object, spec *workv1alpha2.ResourceBindingSpec, typ, reason, format string, args ...any) {
+func (r *Reconciler) eventLocked(rb client.Object, spec *workv1alpha2.ResourceBindingSpec, cluster, typ, reason, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	r.Recorder.Eventf(rb, nil, typ, reason, "Failover", "%s", msg)
+	r.Recorder.Eventf(rb, related(cluster), typ, reason, "Failover", "%s", msg)
 	if tmpl := template(spec); tmpl != nil {
-		r.Recorder.Eventf(tmpl, nil, typ, reason, "Failover", "%s", msg)
+		r.Recorder.Eventf(tmpl, related(cluster), typ, reason, "Failover", "%s", msg)
 	}
+}
+
+// related is the Cluster an event is about.
+func related(cluster string) runtime.Object {
+	if cluster == "" {
+		return nil
+	}
+	c := &clusterv1alpha1.Cluster{}
+	c.APIVersion, c.Kind = clusterv1alpha1.GroupVersion.String(), "Cluster"
+	c.Name = cluster
+	return c
 }
 
 // template is a reference to the binding's template good enough for an Event.

@@ -224,7 +224,7 @@ func (r *Reconciler) taintPhase(ctx context.Context, rb client.Object, spec *wor
 			if next.IsZero() || ev.At.Before(next) {
 				next = ev.At
 			}
-			r.once(rb, "countdown/"+tc.Name+"/"+failover.Describe(ev.Taint)+"/"+ev.At.String(), corev1.EventTypeNormal, EventReasonTaintToleration,
+			r.once(rb, tc.Name, "countdown/"+tc.Name+"/"+failover.Describe(ev.Taint)+"/"+ev.At.String(), corev1.EventTypeNormal, EventReasonTaintToleration,
 				"Cluster %s is tainted %s; the workload leaves it at %s unless the taint goes", tc.Name, failover.Describe(ev.Taint), ev.At.UTC().Format(time.RFC3339))
 			continue
 		}
@@ -243,7 +243,7 @@ func (r *Reconciler) taintPhase(ctx context.Context, rb client.Object, spec *wor
 				// than stay on a failed cluster.
 				state, err := failover.PreserveState(cf.StatePreservation.Rules, itemStatus(status, tc.Name))
 				if err != nil {
-					r.event(rb, spec, corev1.EventTypeWarning, EventReasonEvictWorkloadFromClusterFailed,
+					r.event(rb, spec, tc.Name, corev1.EventTypeWarning, EventReasonEvictWorkloadFromClusterFailed,
 						"Leaving cluster %s without preserved state: %v", tc.Name, err)
 				}
 				l.Preserved = state
@@ -288,7 +288,7 @@ func (r *Reconciler) applicationPhase(rb client.Object, spec *workv1alpha2.Resou
 		if !seen {
 			since = now
 			r.unhealthySince[key] = now
-			r.eventLocked(rb, spec, corev1.EventTypeWarning, EventReasonApplicationUnhealthy,
+			r.eventLocked(rb, spec, tc.Name, corev1.EventTypeWarning, EventReasonApplicationUnhealthy,
 				"The workload is unhealthy on cluster %s; it moves at %s if it stays so", tc.Name, now.Add(toleration).UTC().Format(time.RFC3339))
 		}
 		due := since.Add(toleration)
@@ -305,7 +305,7 @@ func (r *Reconciler) applicationPhase(rb client.Object, spec *workv1alpha2.Resou
 			state, err := failover.PreserveState(app.StatePreservation.Rules, w.Status.ManifestStatuses[0].Status)
 			if err != nil {
 				// The workload still runs there: it stays until its state can be carried.
-				r.eventLocked(rb, spec, corev1.EventTypeWarning, EventReasonEvictWorkloadFromClusterFailed,
+				r.eventLocked(rb, spec, tc.Name, corev1.EventTypeWarning, EventReasonEvictWorkloadFromClusterFailed,
 					"Not leaving cluster %s: %v", tc.Name, err)
 				continue
 			}

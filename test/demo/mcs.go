@@ -20,12 +20,12 @@ import (
 // serviceDiscovery exports the pipy Service of the weighted-pipy scenario from member1 and
 // member2 (a ServiceExport template and its policy) and prints the endpoints member3 imports.
 func (d *demo) serviceDiscovery(ctx context.Context) error {
-	step("Multi-cluster services: export Service pipy from member1 and member2; member3 imports their endpoints.")
-	fmt.Println("   kubectl apply -f <sigs.k8s.io/mcs-api v0.5.2 config/crd>   # ServiceExport, ServiceImport CRDs in the host")
+	step("Export Service pipy from member1 and member2 (MCS API); member3 imports their endpoints.")
+	say("kubectl apply --server-side -f <sigs.k8s.io/mcs-api v0.5.2 config/crd>", "the ServiceExport and ServiceImport CRDs, in the host (Flotilla installs them into members)")
 	if err := mcscontroller.EnsureCRDs(ctx, d.host); err != nil {
 		return err
 	}
-	fmt.Println("   kubectl create -f - <<< 'ServiceExport pipy + PropagationPolicy pipy-export (member1, member2)'")
+	say("kubectl create -f <ServiceExport pipy; PropagationPolicy pipy-export to member1, member2>", "")
 	if err := d.wait(ctx, "ServiceExport served by the host", func(ctx context.Context) (bool, error) {
 		err := d.host.Create(ctx, &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pipy"}})
 		return err == nil || apierrors.IsAlreadyExists(err), nil
@@ -62,7 +62,8 @@ func (d *demo) serviceDiscovery(ctx context.Context) error {
 		return err
 	}
 	sort.Strings(lines)
-	fmt.Printf("   member3: Service %s (no selector) and ServiceImport pipy; endpoints:\n   %-10s %-16s %s\n%s\n",
-		mcs.DerivedServiceName("pipy"), "SOURCE", "ADDRESS", "ENDPOINTSLICE", strings.Join(lines, "\n"))
+	say("kubectl --kubeconfig member3.kubeconfig get endpointslices -l multicluster.kubernetes.io/service-name=pipy",
+		"member3 has Service "+mcs.DerivedServiceName("pipy")+" (no selector), ServiceImport pipy and the providers' endpoints, by source cluster")
+	fmt.Printf("   %-10s %-16s %s\n%s\n", "SOURCE", "ADDRESS", "ENDPOINTSLICE", strings.Join(lines, "\n"))
 	return nil
 }
