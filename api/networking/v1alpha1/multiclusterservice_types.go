@@ -110,9 +110,9 @@ const (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mcs,categories={karmada-io}
-// +kubebuilder:printcolumn:name="Types",type=string,JSONPath=`.spec.types`
-// +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="ServiceApplied")].status`
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="TYPES",type=string,JSONPath=`.spec.types`
+// +kubebuilder:printcolumn:name="APPLIED",type=string,JSONPath=`.status.conditions[?(@.type=="ServiceApplied")].status`
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // MultiClusterService exposes the Service of the same namespace and name across member
 // clusters.
