@@ -327,6 +327,16 @@ var _ = Describe("A member leaving", func() {
 		env.WaitClustersReady(ctx, "member2")
 		Eventually(func(g Gomega) map[string][]string { return imported(ctx, g, "member3", ns, "db") }).WithContext(ctx).Should(Equal(both))
 
+		By("deleting member2's Service: its export is no longer valid and provides nothing")
+		Expect(env.Members["member2"].Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(imported(ctx, g, "member3", ns, "db")).To(Equal(map[string][]string{"member1": {"10.1.3.1"}}))
+			v := exportCondition(ctx, g, "member2", ns, "db", string(mcsv1alpha1.ServiceExportConditionValid))
+			g.Expect(v).NotTo(BeNil())
+			g.Expect(v.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(v.Reason).To(Equal(string(mcsv1alpha1.ServiceExportReasonNoService)))
+		}).WithContext(ctx).Should(Succeed())
+
 		for _, m := range []string{"member1", "member2"} {
 			Expect(env.Members[m].Delete(ctx, &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
 		}
