@@ -189,11 +189,55 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else {
 		r.recordWaits(rb, outcomes)
 	}
+	if err := r.writeCondition(ctx, rb, status, want, outcomes); err != nil {
+		return ctrl.Result{}, err
+	}
 	if next.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	// A little past the moment, so that the next look sees it due.
 	return ctrl.Result{RequeueAfter: max(next.Sub(now), 0) + 100*time.Millisecond}, nil
+}
+
+// ConditionEvicting is the binding's condition that tells whether it is leaving clusters:
+// True while graceful eviction tasks are open (reason Evicting, or EvictionBlocked when one
+// is overdue and the workload has nowhere else to run), False once they are done. A binding
+// that never had a task has none.
+const (
+	ConditionEvicting     = "Evicting"
+	ReasonEvicting        = "Evicting"
+	ReasonEvictionBlocked = "EvictionBlocked"
+	ReasonNoEviction      = "NoEviction"
+	conditionFieldOwner   = "flotilla-failover"
+)
+
+// writeCondition brings the Evicting condition in line with the tasks, when it changes.
+func (r *Reconciler) writeCondition(ctx context.Context, rb client.Object, status *workv1alpha2.ResourceBindingStatus,
+	want *workv1alpha2.ResourceBindingSpec, outcomes []failover.Outcome) error {
+	cond := metav1.Condition{Type: ConditionEvicting, Status: metav1.ConditionFalse, Reason: ReasonNoEviction,
+		Message: "No eviction in progress", ObservedGeneration: rb.GetGeneration()}
+	if len(want.GracefulEvictionTasks) > 0 {
+		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonEvicting
+		var parts []string
+		for _, o := range outcomes {
+			if o.Done {
+				continue
+			}
+			if o.Blocked {
+				cond.Reason = ReasonEvictionBlocked
+			}
+			parts = append(parts, fmt.Sprintf("%s (%s): %s", o.Task.FromCluster, o.Task.PurgeMode, o.Why))
+		}
+		cond.Message = "Leaving " + strings.Join(parts, "; ")
+	} else if meta.FindStatusCondition(status.Conditions, ConditionEvicting) == nil {
+		return nil
+	}
+	if bindings.ConditionCurrent(status.Conditions, cond) {
+		return nil
+	}
+	err := bindings.ApplyStatus(ctx, r.Client, rb, conditionFieldOwner, map[string]any{
+		"conditions": []metav1.Condition{bindings.Condition(status.Conditions, cond)}})
+	return client.IgnoreNotFound(err)
 }
 
 type leave struct {

@@ -185,6 +185,12 @@ var _ = Describe("Failover", func() {
 			return eventNotes(ctx, g, ns, "ResourceBinding", "web", failover.EventReasonEvictWorkloadFromClusterSucceed)
 		}).WithContext(ctx).Should(ContainElement(ContainSubstring("Evicted from cluster m2 (TaintManager): taint maintenance:NoExecute was tolerated until")))
 
+		Eventually(func(g Gomega) {
+			c := meta.FindStatusCondition(get(ctx, rb).Status.Conditions, failover.ConditionEvicting)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Message).To(HavePrefix("Leaving m2 (Gracefully): "))
+		}).WithContext(ctx).Should(Succeed())
 		// The task stays while m1 does not run the new share yet...
 		Consistently(func() []string { return tasksOf(get(ctx, rb)) }).WithContext(ctx).WithTimeout(time.Second).Should(Equal([]string{"m2"}))
 		// ...nor while it runs it but not all of it is ready...
@@ -193,6 +199,9 @@ var _ = Describe("Failover", func() {
 		// ...and is done once it does.
 		writeWork(ctx, rb, "m1", 4, workv1alpha1.ResourceHealthy, map[string]any{"readyReplicas": 4})
 		Eventually(func() []string { return tasksOf(get(ctx, rb)) }).WithContext(ctx).Should(BeEmpty())
+		Eventually(func() *metav1.Condition {
+			return meta.FindStatusCondition(get(ctx, rb).Status.Conditions, failover.ConditionEvicting)
+		}).WithContext(ctx).Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionFalse), HaveField("Reason", failover.ReasonNoEviction)))
 		Eventually(func(g Gomega) []string {
 			return eventNotes(ctx, g, ns, "ResourceBinding", "web", failover.EventReasonGracefulEvictionDone)
 		}).WithContext(ctx).Should(ContainElement(ContainSubstring("Eviction from cluster m2 is done, its Work there is removed: the workload is healthy on m1")))
@@ -234,6 +243,9 @@ var _ = Describe("Failover", func() {
 			return eventNotes(ctx, g, ns, "ResourceBinding", "alone", failover.EventReasonGracefulEvictionBlocked)
 		}).WithContext(ctx).Should(ContainElement("the grace period ended, but no other cluster fits the workload: keeping it on m3"))
 		Consistently(func() []string { return tasksOf(get(ctx, rb)) }).WithContext(ctx).WithTimeout(time.Second).Should(Equal([]string{"m3"}))
+		Eventually(func() *metav1.Condition {
+			return meta.FindStatusCondition(get(ctx, rb).Status.Conditions, failover.ConditionEvicting)
+		}).WithContext(ctx).Should(And(Not(BeNil()), HaveField("Reason", failover.ReasonEvictionBlocked)))
 
 		// The cluster recovers: the binding is scheduled there again, and the task is done.
 		setTaints(ctx, "m3")
