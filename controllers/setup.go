@@ -22,6 +22,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/failover"
+	mcscontroller "github.com/flotilla-io/flotilla/controllers/mcs"
 	"github.com/flotilla-io/flotilla/controllers/namespace"
 	schedulercontroller "github.com/flotilla-io/flotilla/controllers/scheduler"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
@@ -231,6 +232,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	}
 	workStatusRef = &workstatus.WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: interp}
 	if err := workStatusRef.SetupWithManager(mgr, o.Workers); err != nil {
+		return nil, err
+	}
+	if err := (&mcscontroller.Reconciler{
+		Client: mgr.GetClient(), Members: members, Recorder: mgr.GetEventRecorder(mcscontroller.ControllerName), MemberWorkers: o.MemberWorkers,
+		KindServed: clusters.RefreshStatus,
+	}).SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
 	}
 	return members, nil

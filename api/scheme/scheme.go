@@ -6,9 +6,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
+	networkingv1alpha1 "github.com/flotilla-io/flotilla/api/networking/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
@@ -17,6 +19,7 @@ import (
 var builder = runtime.NewSchemeBuilder(
 	clusterv1alpha1.AddToScheme,
 	configv1alpha1.AddToScheme,
+	networkingv1alpha1.AddToScheme,
 	policyv1alpha1.AddToScheme,
 	workv1alpha1.AddToScheme,
 	workv1alpha2.AddToScheme,
@@ -30,5 +33,8 @@ func New() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(AddToScheme(s))
+	// The Multi-Cluster Services API (ServiceExport, ServiceImport), served by CRDs the mcs
+	// controller installs into members.
+	utilruntime.Must(mcsv1alpha1.AddToScheme(s))
 	return s
 }

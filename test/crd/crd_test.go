@@ -378,6 +378,7 @@ var _ = Describe("kubectl get columns", func() {
 		{"policy.karmada.io", "v1alpha1", "overridepolicies", true, []string{"Name", "Age"}, nil},
 		{"policy.karmada.io", "v1alpha1", "clusteroverridepolicies", false, []string{"Name", "Age"}, nil},
 		{"policy.karmada.io", "v1alpha1", "clustertaintpolicies", false, []string{"Name", "FIRST-TAINT", "AGE"}, nil},
+		{"networking.karmada.io", "v1alpha1", "multiclusterservices", true, []string{"Name", "TYPES", "APPLIED", "AGE"}, nil},
 		{"work.karmada.io", "v1alpha2", "resourcebindings", true, []string{"Name", "READY", "SCHEDULED", "FULLYAPPLIED", "AGE"}, []string{"CLUSTERS"}},
 		{"work.karmada.io", "v1alpha2", "clusterresourcebindings", false, []string{"Name", "READY", "SCHEDULED", "FULLYAPPLIED", "AGE"}, []string{"CLUSTERS"}},
 		{"work.karmada.io", "v1alpha1", "works", true, []string{"Name", "WORKLOAD-KIND", "APPLIED", "AGE"}, nil},
@@ -431,8 +432,9 @@ var _ = Describe("kubectl get columns", func() {
 			}
 		}
 		sort.Strings(inCategory)
-		Expect(inCategory).To(Equal([]string{"clusteroverridepolicies", "clusterpropagationpolicies", "clusterresourcebindings", "clusters", "clustertaintpolicies", "overridepolicies", "propagationpolicies", "resourcebindings", "resourceinterpretercustomizations", "works"}))
+		Expect(inCategory).To(Equal([]string{"clusteroverridepolicies", "clusterpropagationpolicies", "clusterresourcebindings", "clusters", "clustertaintpolicies", "multiclusterservices", "overridepolicies", "propagationpolicies", "resourcebindings", "resourceinterpretercustomizations", "works"}))
 		Expect(short).To(HaveKeyWithValue("resourceinterpretercustomizations", []string{"ric"}))
+		Expect(short).To(HaveKeyWithValue("multiclusterservices", []string{"mcs"}))
 		Expect(short).To(HaveKeyWithValue("propagationpolicies", []string{"pp"}))
 		Expect(short).To(HaveKeyWithValue("clusterpropagationpolicies", []string{"cpp"}))
 		Expect(short).To(HaveKeyWithValue("overridepolicies", []string{"op"}))

@@ -97,6 +97,7 @@ func (d *demo) run(ctx context.Context) error {
 		{"Flotilla manager, running against the host", d.manager},
 		{"Join the members with kubectl-flotilla", d.join},
 		{"Scenario weighted-pipy", d.weightedPipy},
+		{"Service discovery: pipy exported from member1 and member2, imported into member3", d.serviceDiscovery},
 		{"Scenario nginx-override", d.nginxOverride},
 	}
 	for i, s := range steps {
