@@ -21,6 +21,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/namespace"
+	"github.com/flotilla-io/flotilla/controllers/rebalancer"
 	schedulercontroller "github.com/flotilla-io/flotilla/controllers/scheduler"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
 	"github.com/flotilla-io/flotilla/internal/customization"
@@ -186,6 +187,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		}).SetupWithManager(mgr, o.Workers); err != nil {
 			return nil, err
 		}
+	}
+	if err := (&rebalancer.Reconciler{}).SetupWithManager(mgr, o.Workers); err != nil {
+		return nil, err
 	}
 	clusters := &cluster.Reconciler{Members: members}
 	if err := clusters.SetupWithManager(mgr, cluster.Options{

@@ -7,6 +7,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	appsv1alpha1 "github.com/flotilla-io/flotilla/api/apps/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -15,6 +16,7 @@ import (
 )
 
 var builder = runtime.NewSchemeBuilder(
+	appsv1alpha1.AddToScheme,
 	clusterv1alpha1.AddToScheme,
 	configv1alpha1.AddToScheme,
 	policyv1alpha1.AddToScheme,
