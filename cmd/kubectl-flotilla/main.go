@@ -7,6 +7,9 @@
 //	kubectl flotilla get KIND [NAME] [-n NS | -A] [-l SELECTOR] [--clusters a,b] [--member-timeout 5s] [-o wide|json|yaml]
 //	kubectl flotilla status KIND/NAME [-n NS] [--watch] [-o wide|json|yaml]
 //	kubectl flotilla describe cluster NAME
+//	kubectl flotilla cordon|uncordon CLUSTER
+//	kubectl flotilla taint CLUSTER KEY[=VALUE]:EFFECT... [KEY[:EFFECT]-]... [--overwrite]
+//	kubectl flotilla rebalance KIND/NAME... [-n NS] [--wait] [--ttl SECONDS]
 //	kubectl flotilla completion bash|zsh|fish|powershell
 //
 // status prints a template's propagation as a tree (template, claiming policy, binding, one
@@ -65,5 +68,6 @@ func newRootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&host.context, "context", "", "Context of the host kubeconfig to use (default: its current context)")
 	root.AddCommand(newJoinCommand(host), newUnjoinCommand(host), newGetCommand(host),
 		newStatusCommand(host), newDescribeCommand(host))
+	root.AddCommand(newCordonCommand(host), newUncordonCommand(host), newTaintCommand(host), newRebalanceCommand(host))
 	return root
 }
