@@ -146,7 +146,6 @@ const (
 // nothing new is scheduled there, and what is there stays until a rebalance.
 const TaintClusterCordoned = "cluster.flotilla.io/cordoned"
 
-
 // Condition types.
 const (
 	// ClusterConditionReady is the Cluster condition that says whether the member is healthy.
