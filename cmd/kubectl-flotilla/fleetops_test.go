@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,69 +27,54 @@ import (
 	"github.com/flotilla-io/flotilla/internal/localcluster"
 )
 
-// The tests of cordon, uncordon, taint and rebalance run the commands against a real host
-// apiserver with the CRDs, started once for the package (and stopped by TestMain); rebalance
-// runs with the WorkloadRebalancer controller in-process.
-
 var (
-	hostOnce       sync.Once
-	hostFleet      *localcluster.Fleet
-	hostErr        error
 	hostKubeconfig string
 	hostC          client.Client
-	stopManager    context.CancelFunc
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if stopManager != nil {
-		stopManager()
-	}
-	if hostFleet != nil {
-		_ = hostFleet.Stop()
-	}
-	os.Exit(code)
-}
-
-// host starts the shared host (and the rebalancer controller) on first use.
-func host(t *testing.T) client.Client {
-	t.Helper()
+// TestFleetCommands starts one host for cordon, uncordon, taint and rebalance, with the
+// WorkloadRebalancer controller in-process, and stops both when its subtests are done.
+func TestFleetCommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a host apiserver")
 	}
-	hostOnce.Do(func() {
-		ctx := context.Background()
-		hostFleet, hostErr = localcluster.StartFleet(ctx, localcluster.FleetOptions{
-			CRDDir: filepath.Join("..", "..", "config", "crd", "bases"),
-			Host:   localcluster.Options{Name: "plugin-host"},
-		})
-		if hostErr != nil {
-			return
-		}
-		hostKubeconfig = hostFleet.KubeconfigPath(hostFleet.Host.Name)
-		scheme := flotillascheme.New()
-		if hostC, hostErr = client.NewWithWatch(hostFleet.Host.RESTConfig(), client.Options{Scheme: scheme}); hostErr != nil {
-			return
-		}
-		var mgr ctrl.Manager
-		mgr, hostErr = ctrl.NewManager(hostFleet.Host.RESTConfig(), ctrl.Options{
-			Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		})
-		if hostErr != nil {
-			return
-		}
-		if hostErr = (&rebalancer.Reconciler{}).SetupWithManager(mgr, 1); hostErr != nil {
-			return
-		}
-		var mctx context.Context
-		mctx, stopManager = context.WithCancel(ctx)
-		go func() { _ = mgr.Start(mctx) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	fleet, err := localcluster.StartFleet(ctx, localcluster.FleetOptions{
+		CRDDir: filepath.Join("..", "..", "config", "crd", "bases"),
+		Host:   localcluster.Options{Name: "plugin-host"},
 	})
-	if hostErr != nil {
-		t.Fatalf("start the host: %v", hostErr)
+	if err != nil {
+		cancel()
+		t.Fatalf("start the host: %v", err)
 	}
-	return hostC
+	t.Cleanup(func() { _ = fleet.Stop() })
+	hostKubeconfig = fleet.KubeconfigPath(fleet.Host.Name)
+	scheme := flotillascheme.New()
+	if hostC, err = client.NewWithWatch(fleet.Host.RESTConfig(), client.Options{Scheme: scheme}); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(fleet.Host.RESTConfig(), ctrl.Options{
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&rebalancer.Reconciler{}).SetupWithManager(mgr, 1); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() { // runs before fleet.Stop
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	t.Run("cordon and taint", testCordonAndTaint)
+	t.Run("a concurrent change is kept", testTaintUpdateKeepsConcurrentChange)
+	t.Run("rebalance", testRebalanceCommand)
 }
 
 // runHost runs the plugin against the shared host.
@@ -100,7 +83,7 @@ func runHost(t *testing.T, args ...string) (string, error) {
 	return run(t, append([]string{"--kubeconfig", hostKubeconfig}, args...)...)
 }
 
-func createCluster(t *testing.T, c client.Client, name string, taints ...corev1.Taint) {
+func createTestCluster(t *testing.T, c client.Client, name string, taints ...corev1.Taint) {
 	t.Helper()
 	cl := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, Taints: taints}}
@@ -128,10 +111,10 @@ func taintsOf(t *testing.T, c client.Client, name string) []string {
 	return out
 }
 
-func TestCordonAndTaint(t *testing.T) {
-	c := host(t)
+func testCordonAndTaint(t *testing.T) {
+	c := hostC
 	notReady := corev1.Taint{Key: wellknown.TaintClusterNotReady, Effect: corev1.TaintEffectNoSchedule}
-	createCluster(t, c, "taint-me", notReady)
+	createTestCluster(t, c, "taint-me", notReady)
 	cordoned := wellknown.TaintClusterCordoned + ":NoSchedule"
 	nr := wellknown.TaintClusterNotReady + ":NoSchedule"
 
@@ -175,9 +158,9 @@ func TestCordonAndTaint(t *testing.T) {
 
 // A change made between the read and the write (here, the cluster controller adding its
 // not-ready taint) is not lost: the write conflicts and is made again on the new version.
-func TestTaintUpdateKeepsConcurrentChange(t *testing.T) {
-	c := host(t)
-	createCluster(t, c, "racy")
+func testTaintUpdateKeepsConcurrentChange(t *testing.T) {
+	c := hostC
+	createTestCluster(t, c, "racy")
 	raced := false
 	racing := interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
 		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
@@ -224,8 +207,8 @@ func createBinding(t *testing.T, c client.Client, apiVersion, kind, namespace, n
 	t.Cleanup(func() { _ = c.Delete(context.Background(), b) })
 }
 
-func TestRebalanceCommand(t *testing.T) {
-	c := host(t)
+func testRebalanceCommand(t *testing.T) {
+	c := hostC
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
 	if err := c.Create(ctx, ns); err != nil {
@@ -245,7 +228,7 @@ func TestRebalanceCommand(t *testing.T) {
 		"deployment/web shop Successful -",
 		"deployment/missing shop Failed ReferencedBindingNotFound",
 	}
-	if got := fieldLines(out); !slices.Equal(got, want) {
+	if got := rebalanceLines(out); !slices.Equal(got, want) {
 		t.Fatalf("output:\n%s\nwant lines %q", out, want)
 	}
 	rb := &workv1alpha2.ResourceBinding{}
@@ -259,7 +242,7 @@ func TestRebalanceCommand(t *testing.T) {
 	// A cluster-scoped workload, with a TTL of 0: the rebalancer is gone when the command
 	// returns, and its result was still read.
 	out, err = runHost(t, "rebalance", "clusterrole/reader", "--wait", "--ttl", "0", "--name", "gone")
-	if err != nil || !slices.Contains(fieldLines(out), "clusterrole/reader <none> Successful -") {
+	if err != nil || !slices.Contains(rebalanceLines(out), "clusterrole/reader <none> Successful -") {
 		t.Fatalf("rebalance clusterrole/reader: output %q, error %v", out, err)
 	}
 
@@ -286,7 +269,7 @@ func TestRebalanceCommand(t *testing.T) {
 	}
 }
 
-func fieldLines(out string) []string {
+func rebalanceLines(out string) []string {
 	var ls []string
 	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		ls = append(ls, strings.Join(strings.Fields(l), " "))

@@ -67,7 +67,7 @@ could not be rebalanced (for instance, no policy propagates it).`,
 			if err != nil {
 				return err
 			}
-			return rebalance(cmd.Context(), cmd.OutOrStdout(), c, workloads, o)
+			return runRebalance(cmd.Context(), cmd.OutOrStdout(), c, workloads, o)
 		},
 	}
 	ns.add(cmd, false)
@@ -100,7 +100,7 @@ func resolveWorkloads(h *fleetview.Host, namespace string, args []string) ([]app
 	return out, nil
 }
 
-func rebalance(ctx context.Context, out io.Writer, c client.WithWatch, workloads []appsv1alpha1.Workload, o rebalanceOptions) error {
+func runRebalance(ctx context.Context, out io.Writer, c client.WithWatch, workloads []appsv1alpha1.Workload, o rebalanceOptions) error {
 	if o.ttl < -1 {
 		return fmt.Errorf("--ttl must be 0 or more seconds, got %d", o.ttl)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/flotilla-io/flotilla/internal/clustertaint"
 )
 
-// hostClient is an uncached client of the host with Flotilla's scheme.
-func (h *hostFlags) client() (client.Client, error) {
+// writeClient is an uncached client of the host with Flotilla's scheme.
+func (h *hostFlags) writeClient() (client.Client, error) {
 	cfg, err := h.config()
 	if err != nil {
 		return nil, err
@@ -24,8 +24,8 @@ func (h *hostFlags) client() (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: flotillascheme.New()})
 }
 
-// clusterName accepts NAME, cluster/NAME or clusters/NAME.
-func clusterName(arg string) (string, error) {
+// parseClusterArg accepts NAME, cluster/NAME or clusters/NAME.
+func parseClusterArg(arg string) (string, error) {
 	name := arg
 	if kind, n, ok := strings.Cut(arg, "/"); ok {
 		switch strings.ToLower(kind) {
@@ -43,11 +43,11 @@ func clusterName(arg string) (string, error) {
 
 // updateTaints applies the changes to the Cluster and prints what happened, kubectl style.
 func updateTaints(ctx context.Context, cmd *cobra.Command, host *hostFlags, arg string, changes clustertaint.Changes, overwrite bool, done func(clustertaint.Outcome) string) error {
-	name, err := clusterName(arg)
+	name, err := parseClusterArg(arg)
 	if err != nil {
 		return err
 	}
-	c, err := host.client()
+	c, err := host.writeClient()
 	if err != nil {
 		return err
 	}

@@ -94,7 +94,7 @@ var _ = Describe("Rebalance: cordon, rebalance, uncordon", Ordered, func() {
 			c := &clusterv1alpha1.Cluster{}
 			if err := env.Host.Get(ctx, types.NamespacedName{Name: "member2"}, c); err == nil {
 				patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
-				c.Spec.Taints = deleteTaint(c.Spec.Taints, wellknown.TaintClusterCordoned)
+				c.Spec.Taints = withoutTaint(c.Spec.Taints, wellknown.TaintClusterCordoned)
 				_ = env.Host.Patch(ctx, c, patch)
 			}
 			_ = env.Host.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
@@ -156,7 +156,7 @@ var _ = Describe("Rebalance: cordon, rebalance, uncordon", Ordered, func() {
 	})
 })
 
-func deleteTaint(taints []corev1.Taint, key string) []corev1.Taint {
+func withoutTaint(taints []corev1.Taint, key string) []corev1.Taint {
 	var out []corev1.Taint
 	for _, t := range taints {
 		if t.Key != key {
