@@ -22,7 +22,7 @@ var _ = Describe("Scheduler reconciler, triggered reschedule", func() {
 		}
 		ns := newNamespace(ctx)
 		Expect(c.Create(ctx, newBinding(ns, "spread", 6, weighted("fresh-1", "fresh-2", "fresh-3")))).To(Succeed())
-		Eventually(func() map[string]int32 { return replicasOf(get(ctx, ns, "spread")) }).WithContext(ctx).WithTimeout(30*time.Second).
+		Eventually(func() map[string]int32 { return replicasOf(get(ctx, ns, "spread")) }).WithContext(ctx).WithTimeout(30 * time.Second).
 			Should(Equal(map[string]int32{"fresh-1": 2, "fresh-2": 2, "fresh-3": 2}))
 
 		// Cordon fresh-3: a NoSchedule taint keeps what is there.
@@ -36,7 +36,7 @@ var _ = Describe("Scheduler reconciler, triggered reschedule", func() {
 		patch := client.MergeFrom(rb.DeepCopy())
 		rb.Spec.Replicas = 9
 		Expect(c.Patch(ctx, rb, patch)).To(Succeed())
-		Eventually(func() map[string]int32 { return replicasOf(get(ctx, ns, "spread")) }).WithContext(ctx).WithTimeout(30*time.Second).
+		Eventually(func() map[string]int32 { return replicasOf(get(ctx, ns, "spread")) }).WithContext(ctx).WithTimeout(30 * time.Second).
 			Should(Equal(map[string]int32{"fresh-1": 3, "fresh-2": 3, "fresh-3": 3}))
 
 		// A trigger newer than the last scheduling, and past (as a rebalancer's creation time
@@ -52,7 +52,7 @@ var _ = Describe("Scheduler reconciler, triggered reschedule", func() {
 		patch = client.MergeFrom(rb.DeepCopy())
 		rb.Spec.RescheduleTriggeredAt = &at
 		Expect(c.Patch(ctx, rb, patch)).To(Succeed())
-		Eventually(func() map[string]int32 { return replicasOf(get(ctx, ns, "spread")) }).WithContext(ctx).WithTimeout(30*time.Second).
+		Eventually(func() map[string]int32 { return replicasOf(get(ctx, ns, "spread")) }).WithContext(ctx).WithTimeout(30 * time.Second).
 			Should(SatisfyAny(Equal(map[string]int32{"fresh-1": 5, "fresh-2": 4}), Equal(map[string]int32{"fresh-1": 4, "fresh-2": 5})))
 		Eventually(func(g Gomega) {
 			rb = get(ctx, ns, "spread")
