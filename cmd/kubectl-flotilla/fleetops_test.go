@@ -23,8 +23,8 @@ import (
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/controllers/rebalancer"
-	"github.com/flotilla-io/flotilla/internal/clustertaint"
 	"github.com/flotilla-io/flotilla/internal/localcluster"
+	"github.com/flotilla-io/flotilla/internal/taintedit"
 )
 
 var (
@@ -178,12 +178,12 @@ func testTaintUpdateKeepsConcurrentChange(t *testing.T) {
 			return cl.Patch(ctx, obj, patch, opts...)
 		},
 	})
-	changes, err := clustertaint.Parse([]string{"dedicated=gpu:NoSchedule"})
+	changes, err := taintedit.Parse([]string{"dedicated=gpu:NoSchedule"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	outcome, err := clustertaint.Update(context.Background(), racing, "racy", changes, false, time.Now())
-	if err != nil || outcome != clustertaint.Tainted {
+	outcome, err := taintedit.Update(context.Background(), racing, "racy", changes, false, time.Now())
+	if err != nil || outcome != taintedit.Tainted {
 		t.Fatalf("Update = %s, %v", outcome, err)
 	}
 	want := []string{wellknown.TaintClusterNotReady + ":NoSchedule", "dedicated=gpu:NoSchedule"}

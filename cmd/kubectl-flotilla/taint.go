@@ -12,7 +12,7 @@ import (
 
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/api/wellknown"
-	"github.com/flotilla-io/flotilla/internal/clustertaint"
+	"github.com/flotilla-io/flotilla/internal/taintedit"
 )
 
 // writeClient is an uncached client of the host with Flotilla's scheme.
@@ -42,7 +42,7 @@ func parseClusterArg(arg string) (string, error) {
 }
 
 // updateTaints applies the changes to the Cluster and prints what happened, kubectl style.
-func updateTaints(ctx context.Context, cmd *cobra.Command, host *hostFlags, arg string, changes clustertaint.Changes, overwrite bool, done func(clustertaint.Outcome) string) error {
+func updateTaints(ctx context.Context, cmd *cobra.Command, host *hostFlags, arg string, changes taintedit.Changes, overwrite bool, done func(taintedit.Outcome) string) error {
 	name, err := parseClusterArg(arg)
 	if err != nil {
 		return err
@@ -51,7 +51,7 @@ func updateTaints(ctx context.Context, cmd *cobra.Command, host *hostFlags, arg 
 	if err != nil {
 		return err
 	}
-	outcome, err := clustertaint.Update(ctx, c, name, changes, overwrite, time.Now())
+	outcome, err := taintedit.Update(ctx, c, name, changes, overwrite, time.Now())
 	if err != nil {
 		return err
 	}
@@ -74,9 +74,9 @@ Nothing new is scheduled there, unless a policy tolerates the taint. What alread
   kubectl flotilla rebalance deployment/web -n shop --wait`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return updateTaints(cmd.Context(), cmd, host, args[0], clustertaint.Changes{Add: []corev1.Taint{cordonTaint()}}, false,
-				func(o clustertaint.Outcome) string {
-					if o == clustertaint.Unchanged {
+			return updateTaints(cmd.Context(), cmd, host, args[0], taintedit.Changes{Add: []corev1.Taint{cordonTaint()}}, false,
+				func(o taintedit.Outcome) string {
+					if o == taintedit.Unchanged {
 						return "already cordoned"
 					}
 					return "cordoned"
@@ -96,9 +96,9 @@ themselves: a Divided workload is spread over the cluster again at its next reba
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t := cordonTaint()
 			return updateTaints(cmd.Context(), cmd, host, args[0],
-				clustertaint.Changes{Remove: []clustertaint.Removal{{Key: t.Key, Effect: t.Effect}}, IgnoreMissing: true}, false,
-				func(o clustertaint.Outcome) string {
-					if o == clustertaint.Unchanged {
+				taintedit.Changes{Remove: []taintedit.Removal{{Key: t.Key, Effect: t.Effect}}, IgnoreMissing: true}, false,
+				func(o taintedit.Outcome) string {
+					if o == taintedit.Unchanged {
 						return "already uncordoned"
 					}
 					return "uncordoned"
@@ -129,11 +129,11 @@ concurrent change.`,
   kubectl flotilla taint member1 dedicated-`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			changes, err := clustertaint.Parse(args[1:])
+			changes, err := taintedit.Parse(args[1:])
 			if err != nil {
 				return err
 			}
-			return updateTaints(cmd.Context(), cmd, host, args[0], changes, overwrite, func(o clustertaint.Outcome) string {
+			return updateTaints(cmd.Context(), cmd, host, args[0], changes, overwrite, func(o taintedit.Outcome) string {
 				return string(o)
 			})
 		},

@@ -1,4 +1,4 @@
-package clustertaint
+package taintedit
 
 import (
 	"strings"

@@ -1,8 +1,8 @@
-// Package clustertaint is the logic of the plugin's taint, cordon and uncordon commands: it
+// Package taintedit is the logic of the plugin's taint, cordon and uncordon commands: it
 // parses taint arguments in kubectl taint's syntax, applies them to a Cluster's taints, and
 // writes the result with an optimistic lock so that a concurrent change (the cluster
 // controller's own NotReady/Unreachable taints, another user) is never lost.
-package clustertaint
+package taintedit
 
 import (
 	"context"
