@@ -81,6 +81,14 @@ func (o *options) bind(fs *flag.FlagSet) {
 		}
 		return nil
 	})
+	fs.BoolVar(&o.controllers.NoExecuteTaints, "enable-no-execute-taint-eviction", false,
+		"Taint not-ready and unreachable members NoExecute as well as NoSchedule, so that workloads leave them once their tolerations run out (Karmada's flag of the same name; off by default, as there).")
+	fs.Int64Var(&o.controllers.Failover.NotReadyTolerationSeconds, "default-not-ready-toleration-seconds", d.Failover.NotReadyTolerationSeconds,
+		"How long a placement that says nothing about it tolerates cluster.karmada.io/not-ready:NoExecute; negative: not at all.")
+	fs.Int64Var(&o.controllers.Failover.UnreachableTolerationSeconds, "default-unreachable-toleration-seconds", d.Failover.UnreachableTolerationSeconds,
+		"How long a placement that says nothing about it tolerates cluster.karmada.io/unreachable:NoExecute; negative: not at all.")
+	fs.DurationVar(&o.controllers.Failover.GracePeriod, "graceful-eviction-timeout", d.Failover.GracePeriod,
+		"How long a cluster a workload was evicted from keeps it while the new placement is not healthy yet (a task's gracePeriodSeconds wins).")
 	fs.StringVar(&o.controllers.SchedulerName, "scheduler-name", "default-scheduler", "Bindings naming another scheduler are left to it.")
 }
 

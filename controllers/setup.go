@@ -16,10 +16,12 @@ import (
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/cluster"
+	"github.com/flotilla-io/flotilla/controllers/clustertaint"
 	customizationcontroller "github.com/flotilla-io/flotilla/controllers/customization"
 	"github.com/flotilla-io/flotilla/controllers/dependencies"
 	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/controllers/execution"
+	"github.com/flotilla-io/flotilla/controllers/failover"
 	"github.com/flotilla-io/flotilla/controllers/namespace"
 	"github.com/flotilla-io/flotilla/controllers/rebalancer"
 	schedulercontroller "github.com/flotilla-io/flotilla/controllers/scheduler"
@@ -60,10 +62,17 @@ type Options struct {
 	// HoldControllers are identities added to namespace.DefaultHostControllers: host
 	// controllers whose writes to templates the hold denies.
 	HoldControllers []string
+	// NoExecuteTaints taints not-ready and unreachable members NoExecute too, so that
+	// workloads leave them once their tolerations run out (Karmada's
+	// --enable-no-execute-taint-eviction; off by default, as there).
+	NoExecuteTaints bool
+	// Failover are the failover controller's tolerations and grace period; zero values
+	// take failover.DefaultOptions.
+	Failover failover.Options
 }
 
 // DefaultOptions are the defaults of the manager's flags.
-var DefaultOptions = Options{Workers: 8, MemberQPS: 100, MemberBurst: 200, FailureThreshold: 3, MemberWorkers: memberqueue.DefaultWorkers,
+var DefaultOptions = Options{Failover: failover.DefaultOptions, Workers: 8, MemberQPS: 100, MemberBurst: 200, FailureThreshold: 3, MemberWorkers: memberqueue.DefaultWorkers,
 	ProbeInterval: cluster.DefaultProbeInterval, StatusInterval: cluster.DefaultStatusInterval}
 
 func (o *Options) defaults() {
@@ -82,6 +91,9 @@ func (o *Options) defaults() {
 	}
 	if o.FailureThreshold <= 0 {
 		o.FailureThreshold = d.FailureThreshold
+	}
+	if o.Failover == (failover.Options{}) {
+		o.Failover = d.Failover
 	}
 }
 
@@ -181,6 +193,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		}).SetupWithManager(mgr, o.Workers); err != nil {
 			return nil, err
 		}
+		fo := o.Failover
+		fo.Workers = o.Workers
+		if err := (&failover.Reconciler{
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("failover-controller"), Interpreter: interp,
+			NewBinding: nb, Options: fo,
+		}).SetupWithManager(mgr); err != nil {
+			return nil, err
+		}
 		if err := (&workstatus.AggregateReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("binding-status-controller"), NewBinding: nb,
 			Interpreter: interp, APIReader: mgr.GetAPIReader(),
@@ -193,8 +213,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	}
 	clusters := &cluster.Reconciler{Members: members}
 	if err := clusters.SetupWithManager(mgr, cluster.Options{
-		ProbeInterval: o.ProbeInterval, StatusInterval: o.StatusInterval, Workers: o.Workers,
+		ProbeInterval: o.ProbeInterval, StatusInterval: o.StatusInterval, Workers: o.Workers, NoExecuteTaints: o.NoExecuteTaints,
 	}); err != nil {
+		return nil, err
+	}
+	// ClusterTaintPolicies taint and untaint Clusters on their conditions.
+	if err := (&clustertaint.Reconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(clustertaint.ControllerName),
+	}).SetupWithManager(mgr, clustertaint.DefaultWorkers); err != nil {
 		return nil, err
 	}
 	hostID, err := execution.HostID(ctx, mgr.GetAPIReader())

@@ -7,6 +7,10 @@
 //	kubectl flotilla get KIND [NAME] [-n NS | -A] [-l SELECTOR] [--clusters a,b] [--member-timeout 5s] [-o wide|json|yaml]
 //	kubectl flotilla status KIND/NAME [-n NS] [--watch] [-o wide|json|yaml]
 //	kubectl flotilla describe cluster NAME
+//	kubectl flotilla describe KIND/NAME [-n NS] [-l SELECTOR] [--clusters a,b] [--member-timeout 5s]
+//	kubectl flotilla logs (KIND/NAME | -l SELECTOR) [-n NS] [-c CONTAINER] [--tail N] [--clusters a,b]
+//	kubectl flotilla events [KIND/NAME] [-n NS | -A] [-l SELECTOR] [--clusters a,b] [-o wide|json|yaml]
+//	kubectl flotilla dashboard [--port N]
 //	kubectl flotilla cordon|uncordon CLUSTER
 //	kubectl flotilla taint CLUSTER KEY[=VALUE]:EFFECT... [KEY[:EFFECT]-]... [--overwrite]
 //	kubectl flotilla rebalance KIND/NAME... [-n NS] [--wait] [--ttl SECONDS]
@@ -15,7 +19,9 @@
 // status prints a template's propagation as a tree (template, claiming policy, binding, one
 // line per member's Work); get KIND reads the members' objects in parallel through the host's
 // member credentials and prints their server-side Tables side by side with a CLUSTER column;
-// describe cluster shows a Cluster's status and the bindings placed on it.
+// describe cluster shows a Cluster's status and the bindings placed on it; describe, logs and
+// events for a workload read its pods in every member (selected by the template's
+// spec.selector), in parallel, with a CLUSTER column or prefix.
 //
 // --kubeconfig and --context choose the host, as for kubectl; -n defaults to the context's
 // namespace. Errors exit with status 1. The logic lives in internal/join (join, unjoin, get
@@ -67,7 +73,8 @@ func newRootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&host.kubeconfig, "kubeconfig", "", "Kubeconfig of the host cluster (default: $KUBECONFIG or ~/.kube/config)")
 	root.PersistentFlags().StringVar(&host.context, "context", "", "Context of the host kubeconfig to use (default: its current context)")
 	root.AddCommand(newJoinCommand(host), newUnjoinCommand(host), newGetCommand(host),
-		newStatusCommand(host), newDescribeCommand(host))
+		newStatusCommand(host), newDescribeCommand(host), newLogsCommand(host), newEventsCommand(host),
+		newDashboardCommand(host))
 	root.AddCommand(newCordonCommand(host), newUncordonCommand(host), newTaintCommand(host), newRebalanceCommand(host))
 	return root
 }

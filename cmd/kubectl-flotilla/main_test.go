@@ -46,8 +46,16 @@ func TestArgumentErrors(t *testing.T) {
 		{[]string{"get", "deploy", "a", "b"}, "expected KIND [NAME]"},
 		{[]string{"get", "deploy", "-o", "name"}, `unknown output format "name"`},
 		{[]string{"get", "clusters", "-o", "name"}, `unknown output format "name"`},
-		{[]string{"describe", "deploy", "web"}, "`describe` describes clusters"},
-		{[]string{"describe", "cluster"}, "accepts 2 arg(s)"},
+		{[]string{"describe", "cluster"}, "expected describe cluster NAME"},
+		{[]string{"describe", "deploy/web/x"}, "expected KIND/NAME or KIND NAME"},
+		{[]string{"describe", "deploy/web", "--member-timeout", "0s"}, "--member-timeout must be positive"},
+		{[]string{"logs"}, "name a workload (KIND/NAME) or select pods with -l"},
+		{[]string{"logs", "deploy/web", "--tail", "-2"}, "--tail must be -1 (all lines) or more"},
+		{[]string{"logs", "a", "b", "c"}, "accepts at most 2 arg(s)"},
+		{[]string{"events", "-o", "name"}, `unknown output format "name"`},
+		{[]string{"events", "-A", "-n", "shop"}, "-A and -n cannot be used together"},
+		{[]string{"dashboard", "--port", "70000"}, "invalid --port 70000"},
+		{[]string{"dashboard", "extra"}, `unknown command "extra"`},
 	} {
 		_, err := run(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

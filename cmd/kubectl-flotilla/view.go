@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -186,34 +187,60 @@ type getFlags struct {
 }
 
 func newDescribeCommand(host *hostFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "describe cluster NAME",
-		Short: "Describe a member cluster: conditions, version, capacity, nodes, taints and the bindings on it",
-		Args:  cobra.ExactArgs(2),
+	o := &workloadFlags{ns: &namespaceFlags{host: host}}
+	cmd := &cobra.Command{
+		Use:   "describe (cluster NAME | KIND/NAME | KIND NAME)",
+		Short: "Describe a member cluster, or a workload in every member cluster",
+		Long: `describe cluster NAME shows a Cluster: conditions, version, capacity, nodes, taints and the
+bindings placed on it.
+
+describe KIND NAME shows a workload (its template must exist in the host) in each member,
+read in parallel through the host's member credentials: replicas, images, conditions, its
+pods (selected by the template's spec.selector) and the events about it, its pods and their
+owners. A member that fails or does not answer within --member-timeout shows its error; the
+command exits non-zero when every member failed or none has the workload.`,
+		Example: `  kubectl flotilla describe cluster member1
+  kubectl flotilla describe deploy/web -n shop
+  kubectl flotilla describe deployment web --clusters member1,member2`,
+		Args: cobra.RangeArgs(1, 2),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			switch len(args) {
 			case 0:
 				return []string{"cluster"}, cobra.ShellCompDirectiveNoFileComp
 			case 1:
-				return host.clusterNames(cmd), cobra.ShellCompDirectiveNoFileComp
+				if slices.Contains(clusterResourceNames, args[0]) {
+					return host.clusterNames(cmd), cobra.ShellCompDirectiveNoFileComp
+				}
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] != "cluster" && args[0] != "clusters" && args[0] != "clusters.cluster.karmada.io" {
-				return fmt.Errorf("unknown resource %q: `describe` describes clusters", args[0])
+			if !slices.Contains(clusterResourceNames, args[0]) && !strings.HasPrefix(args[0], "cluster/") &&
+				!strings.HasPrefix(args[0], "clusters/") {
+				return describeWorkload(cmd, host, o, args)
+			}
+			name := ""
+			if k, n, ok := strings.Cut(args[0], "/"); ok && len(args) == 1 {
+				_, name = k, n
+			} else if len(args) == 2 {
+				name = args[1]
+			}
+			if name == "" {
+				return fmt.Errorf("expected describe cluster NAME")
 			}
 			h, err := host.fleetview()
 			if err != nil {
 				return err
 			}
-			d, err := h.DescribeCluster(cmd.Context(), args[1])
+			d, err := h.DescribeCluster(cmd.Context(), name)
 			if err != nil {
 				return err
 			}
 			return fleetview.PrintClusterDescription(cmd.OutOrStdout(), d, time.Now())
 		},
 	}
+	o.add(cmd, host, false)
+	return cmd
 }
 
 // clusterNames lists the host's Cluster names, for shell completion; nil when the host

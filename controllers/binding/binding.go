@@ -33,6 +33,7 @@ import (
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/bindings"
+	"github.com/flotilla-io/flotilla/internal/failover"
 	"github.com/flotilla-io/flotilla/internal/overrides"
 )
 
@@ -154,6 +155,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 		}
 	}
+	// A cluster being left gracefully keeps its Work, as it is, until its eviction task is
+	// done (controllers/failover).
+	for i := range spec.GracefulEvictionTasks {
+		if t := &spec.GracefulEvictionTasks[i]; failover.KeepsWork(t) {
+			wanted[t.FromCluster] = true
+		}
+	}
 	for name, w := range existing {
 		if !wanted[name] && w.DeletionTimestamp == nil {
 			if err := client.IgnoreNotFound(r.Client.Delete(ctx, w)); err != nil {
@@ -248,6 +256,10 @@ func (r *Reconciler) render(rb client.Object, tmpl *unstructured.Unstructured, c
 	labels := obj.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
+	}
+	// State carried from the clusters the workload failed over from (statePreservation).
+	for k, v := range failover.PreservedLabels(spec, cluster.Name) {
+		labels[k] = v
 	}
 	labels[wellknown.ManagedLabel] = wellknown.ManagedLabelValue
 	obj.SetLabels(labels)

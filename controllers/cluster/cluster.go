@@ -83,6 +83,10 @@ type Options struct {
 	StatusInterval time.Duration
 	// Workers is how many Clusters are reconciled at once.
 	Workers int
+	// NoExecuteTaints adds NoExecute taints next to the NoSchedule ones while a member is
+	// not ready or unreachable, so that workloads leave it once their tolerations run out
+	// (controllers/failover). Off by default, as Karmada's --enable-no-execute-taint-eviction.
+	NoExecuteTaints bool
 }
 
 // BindFlags registers the options as command-line flags. How many failed probes make a
@@ -450,7 +454,7 @@ func apiEnablements(ctx context.Context, dc discovery.DiscoveryInterfaceWithCont
 // syncTaints puts the not-ready and unreachable taints in line with the Ready condition's
 // status, in one patch that fails if someone else changed the Cluster meanwhile.
 func (r *Reconciler) syncTaints(ctx context.Context, cluster *clusterv1alpha1.Cluster, ready metav1.ConditionStatus) error {
-	taints, changed := clusterstatus.SyncReadyTaints(cluster.Spec.Taints, ready, metav1.NewTime(r.Clock.Now()))
+	taints, changed := clusterstatus.SyncReadyTaints(cluster.Spec.Taints, ready, metav1.NewTime(r.Clock.Now()), r.opts.NoExecuteTaints)
 	if !changed {
 		return nil
 	}

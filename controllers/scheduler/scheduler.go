@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"strings"
 	"sync"
 	"time"
@@ -143,7 +144,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ann[wellknown.AppliedPlacementAnnotation] = placement
 	rb.SetAnnotations(ann)
-	if err := r.Client.Patch(ctx, rb, client.MergeFrom(before)); err != nil {
+	// The optimistic lock: the failover controller writes spec.clusters too (it takes evicted
+	// clusters out), and a placement computed from an older view must not put one back.
+	if err := r.Client.Patch(ctx, rb, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{Requeue: true}, nil
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 

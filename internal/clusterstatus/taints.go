@@ -13,23 +13,32 @@ const systemTaintEffect = corev1.TaintEffectNoSchedule
 
 // SyncReadyTaints returns taints with the system taints in line with the Ready condition's
 // status: cluster.karmada.io/not-ready while it is False, cluster.karmada.io/unreachable while
-// it is Unknown, neither while it is True. Other taints are kept in their order; a taint that
-// stays keeps its TimeAdded, a new one gets now. changed is false when taints already
-// matched, in which case taints is returned as is.
-func SyncReadyTaints(taints []corev1.Taint, ready metav1.ConditionStatus, now metav1.Time) (out []corev1.Taint, changed bool) {
+// it is Unknown, neither while it is True. They are NoSchedule taints, and with noExecute
+// NoExecute ones as well (which move workloads away once their tolerations run out); without
+// it, NoExecute taints of those keys are left alone, whoever put them there (a
+// ClusterTaintPolicy, say). Other taints are kept in their order; a taint that stays keeps its
+// TimeAdded, a new one gets now. changed is false when taints already matched, in which case
+// taints is returned as is.
+func SyncReadyTaints(taints []corev1.Taint, ready metav1.ConditionStatus, now metav1.Time, noExecute bool) (out []corev1.Taint, changed bool) {
 	want := map[string]bool{
 		wellknown.TaintClusterNotReady:    ready == metav1.ConditionFalse,
 		wellknown.TaintClusterUnreachable: ready == metav1.ConditionUnknown,
 	}
+	effects := []corev1.TaintEffect{systemTaintEffect}
+	if noExecute {
+		effects = append(effects, corev1.TaintEffectNoExecute)
+	}
 	out = taints
 	for _, key := range []string{wellknown.TaintClusterNotReady, wellknown.TaintClusterUnreachable} {
-		var c bool
-		if want[key] {
-			out, c = AddTaint(out, key, systemTaintEffect, now)
-		} else {
-			out, c = RemoveTaint(out, key, systemTaintEffect)
+		for _, effect := range effects {
+			var c bool
+			if want[key] {
+				out, c = AddTaint(out, key, effect, now)
+			} else {
+				out, c = RemoveTaint(out, key, effect)
+			}
+			changed = changed || c
 		}
-		changed = changed || c
 	}
 	return out, changed
 }

@@ -40,7 +40,7 @@ func TestSyncReadyTaints(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := append([]corev1.Taint(nil), tt.in...)
-			got, changed := SyncReadyTaints(tt.in, tt.ready, now)
+			got, changed := SyncReadyTaints(tt.in, tt.ready, now, false)
 			if changed != tt.changed {
 				t.Errorf("changed = %v, want %v", changed, tt.changed)
 			}

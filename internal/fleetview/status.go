@@ -451,3 +451,7 @@ func (h *Host) WatchStatus(ctx context.Context, w io.Writer, req StatusRequest, 
 		}
 	}
 }
+
+// ReadyReplicas is <readyReplicas>/<replicas> of a member's reflected status (as a binding's
+// aggregatedStatus or a Work's manifest status holds it); "" when it has neither.
+func ReadyReplicas(raw *runtime.RawExtension) string { return readyReplicas(raw) }

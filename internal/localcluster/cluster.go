@@ -643,6 +643,23 @@ func (c *Cluster) StopAPIServer() error {
 	return nil
 }
 
+// KillAPIServer kills kube-apiserver at once (SIGKILL), as a crash or a cut network takes a
+// member away: unlike StopAPIServer, there is no graceful shutdown of several seconds during
+// which it still answers some requests. StartAPIServer brings it back.
+func (c *Cluster) KillAPIServer() error {
+	c.mu.Lock()
+	p := c.procs[binAPIServer]
+	c.mu.Unlock()
+	if p == nil || p.exited() {
+		return nil
+	}
+	if err := p.stop(0); err != nil {
+		return fmt.Errorf("cluster %s: %w", c.Name, err)
+	}
+	c.log.printf("%s killed", binAPIServer)
+	return nil
+}
+
 // StartAPIServer starts kube-apiserver again, on the same port with the same
 // certificates and tokens, and waits until it is ready. Clients built before keep working.
 func (c *Cluster) StartAPIServer(ctx context.Context) error {

@@ -10,7 +10,6 @@ import (
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/clusteraffinity"
-	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/tainttoleration"
 )
 
 // AppliedPlacement returns the value of the policy.karmada.io/applied-placement annotation
@@ -34,8 +33,9 @@ func AppliedPlacement(p *policyv1alpha1.Placement) (string, error) {
 //   - spec.rescheduleTriggeredAt is newer than status.lastScheduledTime;
 //   - the replicas changed: for a Divided binding the clusters' replicas no longer add up to
 //     spec.replicas, otherwise some cluster's replicas differ from spec.replicas;
-//   - a target cluster left the snapshot, is being deleted, has a NoExecute taint the
-//     placement does not tolerate, or no longer matches the cluster affinity in force.
+//   - a target cluster left the snapshot, is being deleted, or no longer matches the cluster
+//     affinity in force. (A NoExecute taint does not: the failover controller takes the
+//     cluster out of spec.clusters when the placement's toleration runs out, gracefully.)
 //
 // It is false, with the reason "scheduling is suspended", while spec.suspension.scheduling is
 // true, and false with an empty reason in every other case, so nothing churns. A binding that
@@ -167,9 +167,6 @@ func targetUnfit(spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.Re
 			return fmt.Sprintf("cluster %s is being deleted", c.Name)
 		case !affinity.Matches(c):
 			return fmt.Sprintf("cluster %s no longer matches the cluster affinity", c.Name)
-		}
-		if t := tainttoleration.Untolerated(c.Spec.Taints, placement.ClusterTolerations, true); t != nil {
-			return fmt.Sprintf("cluster %s %s", c.Name, tainttoleration.Reason(t))
 		}
 	}
 	for _, tc := range spec.Clusters { // in spec order, for a stable message

@@ -95,10 +95,10 @@ func TestNeedsSchedule(t *testing.T) {
 			st.Deleting()(cs[1])
 			return cs
 		}, true, "cluster m2 is being deleted"},
-		{"NoExecute taint", func(in *Input, cs []*clusterv1alpha1.Cluster) []*clusterv1alpha1.Cluster {
+		{"NoExecute taint is the failover controller's", func(in *Input, cs []*clusterv1alpha1.Cluster) []*clusterv1alpha1.Cluster {
 			st.Taint("evict", "", corev1.TaintEffectNoExecute)(cs[0])
 			return cs
-		}, true, "cluster m1 had untolerated taint {evict}"},
+		}, false, ""},
 		{"NoSchedule taint does not evict", func(in *Input, cs []*clusterv1alpha1.Cluster) []*clusterv1alpha1.Cluster {
 			st.Taint(wellknown.TaintClusterNotReady, "", corev1.TaintEffectNoSchedule)(cs[0])
 			return cs

@@ -397,6 +397,7 @@ var _ = Describe("kubectl get columns", func() {
 		{"policy.karmada.io", "v1alpha1", "clusterpropagationpolicies", false, []string{"Name", "CONFLICT-RESOLUTION", "PRIORITY", "AGE"}, nil},
 		{"policy.karmada.io", "v1alpha1", "overridepolicies", true, []string{"Name", "Age"}, nil},
 		{"policy.karmada.io", "v1alpha1", "clusteroverridepolicies", false, []string{"Name", "Age"}, nil},
+		{"policy.karmada.io", "v1alpha1", "clustertaintpolicies", false, []string{"Name", "FIRST-TAINT", "AGE"}, nil},
 		{"work.karmada.io", "v1alpha2", "resourcebindings", true, []string{"Name", "READY", "SCHEDULED", "FULLYAPPLIED", "AGE"}, []string{"CLUSTERS"}},
 		{"work.karmada.io", "v1alpha2", "clusterresourcebindings", false, []string{"Name", "READY", "SCHEDULED", "FULLYAPPLIED", "AGE"}, []string{"CLUSTERS"}},
 		{"work.karmada.io", "v1alpha1", "works", true, []string{"Name", "WORKLOAD-KIND", "APPLIED", "AGE"}, nil},
@@ -451,7 +452,7 @@ var _ = Describe("kubectl get columns", func() {
 			}
 		}
 		sort.Strings(inCategory)
-		Expect(inCategory).To(Equal([]string{"clusteroverridepolicies", "clusterpropagationpolicies", "clusterresourcebindings", "clusters", "overridepolicies", "propagationpolicies", "resourcebindings", "resourceinterpretercustomizations", "workloadrebalancers", "works"}))
+		Expect(inCategory).To(Equal([]string{"clusteroverridepolicies", "clusterpropagationpolicies", "clusterresourcebindings", "clusters", "clustertaintpolicies", "overridepolicies", "propagationpolicies", "resourcebindings", "resourceinterpretercustomizations", "workloadrebalancers", "works"}))
 		Expect(short).To(HaveKeyWithValue("resourceinterpretercustomizations", []string{"ric"}))
 		Expect(short).To(HaveKeyWithValue("workloadrebalancers", []string{"wr"}))
 		Expect(short).To(HaveKeyWithValue("propagationpolicies", []string{"pp"}))

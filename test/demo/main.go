@@ -1,8 +1,12 @@
 // Command demo is `make demo`: it brings up the local fleet (a host and three full members),
 // starts the Flotilla manager against the host, joins the members with kubectl-flotilla,
 // opts the namespace default in, and plays the scenarios of test/testdata/scenarios step by
-// step, printing after each step which member runs how many ready replicas. It leaves
-// everything running; `make demo-down` stops it.
+// step. Each step prints what a user would type ($ ...) and what to look at (look: ...), then
+// which member runs how many ready replicas; the end is a summary table (steps, times, the
+// deployments per member) and the commands to explore. It leaves everything running;
+// `make demo-down` stops it.
+//
+// A step is one line in run's list: a title and a method of demo.
 //
 // It drives the same binaries a user would: bin/fleet, bin/manager and bin/kubectl-flotilla.
 package main
@@ -50,6 +54,12 @@ type demo struct {
 	host           client.Client
 	members        map[string]client.Client
 	names          []string
+	done           []doneStep
+}
+
+type doneStep struct {
+	title string
+	took  time.Duration
 }
 
 func main() {
@@ -72,9 +82,42 @@ func main() {
 	}
 }
 
+// stepFunc is one step of the demo.
+type stepFunc func(ctx context.Context) error
+
+// run plays the steps in order: each is one line here, a title and a function that prints
+// what the user would type ($ ...) and what to look at (look: ...).
 func (d *demo) run(ctx context.Context) error {
 	start := time.Now()
-	title("1/5 Local fleet: a host and three full members (kube-controller-manager, kube-scheduler, kwok nodes)")
+	steps := []struct {
+		title string
+		run   stepFunc
+	}{
+		{"Local fleet: a host and three full members (kube-controller-manager, kube-scheduler, kwok nodes)", d.fleetUp},
+		{"Flotilla manager, running against the host", d.manager},
+		{"Join the members with kubectl-flotilla", d.join},
+		{"Scenario weighted-pipy", d.weightedPipy},
+		{"Scenario nginx-override", d.nginxOverride},
+	}
+	for i, s := range steps {
+		title(fmt.Sprintf("%d/%d %s", i+1, len(steps), s.title))
+		began := time.Now()
+		if err := s.run(ctx); err != nil {
+			return err
+		}
+		d.record(s.title, time.Since(began))
+	}
+	d.summary(ctx, time.Since(start))
+	return nil
+}
+
+// record notes a finished step for the summary.
+func (d *demo) record(title string, took time.Duration) {
+	d.done = append(d.done, doneStep{title: title, took: took})
+}
+
+func (d *demo) fleetUp(ctx context.Context) error {
+	say("make fleet-up", "a host and three members on 127.0.0.1; kubeconfigs in "+d.rel(d.dir))
 	if err := d.sh(ctx, filepath.Join(d.bin, "fleet"), "up", "--members", "3", "--full", "--dir", d.dir, "--crds", filepath.Join(d.root, "config", "crd", "bases")); err != nil {
 		return err
 	}
@@ -82,23 +125,27 @@ func (d *demo) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := d.connect(state); err != nil {
+	return d.connect(state)
+}
+
+func (d *demo) manager(ctx context.Context) error {
+	say("bin/manager --kubeconfig "+d.rel(d.kubeconfig("host")), "the manager turns the host into the control plane; its log is "+d.rel(filepath.Join(d.dir, "manager.log")))
+	return d.startManager()
+}
+
+func (d *demo) join(ctx context.Context) error {
+	state, err := localcluster.ReadFleetState(d.dir)
+	if err != nil {
 		return err
 	}
-
-	title("2/5 Flotilla manager, running against the host")
-	if err := d.startManager(); err != nil {
-		return err
-	}
-
-	title("3/5 Join the members with kubectl-flotilla")
 	for _, c := range state.Members {
 		args := []string{"join", c.Name, "--cluster-kubeconfig", d.kubeconfig(c.Name), "--kubeconfig", d.kubeconfig("host")}
-		for flagName, v := range map[string]string{"--provider": c.Provider, "--region": c.Region, "--zone": c.Zone} {
-			if v != "" {
-				args = append(args, flagName, v)
+		for _, f := range []struct{ flag, v string }{{"--provider", c.Provider}, {"--region", c.Region}, {"--zone", c.Zone}} {
+			if f.v != "" {
+				args = append(args, f.flag, f.v)
 			}
 		}
+		say(d.plugin(args...), "")
 		if err := d.sh(ctx, filepath.Join(d.bin, "kubectl-flotilla"), args...); err != nil {
 			return err
 		}
@@ -106,9 +153,70 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.wait(ctx, "members Ready", d.clustersReady); err != nil {
 		return err
 	}
-	_ = d.sh(ctx, filepath.Join(d.bin, "kubectl-flotilla"), "get", "clusters", "--kubeconfig", d.kubeconfig("host"))
+	say(d.plugin("get", "clusters"), "READY True for each member, its nodes, CPU and memory")
+	return d.sh(ctx, filepath.Join(d.bin, "kubectl-flotilla"), "get", "clusters", "--kubeconfig", d.kubeconfig("host"))
+}
 
-	title("4/5 Scenario weighted-pipy")
+// summary prints what each step did and how long it took, the fleet's deployments, and the
+// commands to explore.
+func (d *demo) summary(ctx context.Context, total time.Duration) {
+	fmt.Printf("\n== Summary: done in %s; everything keeps running\n\n", total.Round(time.Second))
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "   STEP\tTOOK\n")
+	for i, s := range d.done {
+		fmt.Fprintf(w, "   %d. %s\t%s\n", i+1, s.title, s.took.Round(100*time.Millisecond))
+	}
+	_ = w.Flush()
+	fmt.Println()
+	w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "   DEPLOYMENT\tHOST (FLEET) READY")
+	for _, m := range d.names {
+		fmt.Fprintf(w, "\t%s", strings.ToUpper(m))
+	}
+	fmt.Fprintln(w)
+	deps := &appsv1.DeploymentList{}
+	_ = d.host.List(ctx, deps, client.InNamespace("default"))
+	for _, dep := range deps.Items {
+		fmt.Fprintf(w, "   %s\t%d/%d", dep.Name, dep.Status.ReadyReplicas, ptr.Deref(dep.Spec.Replicas, 1))
+		for _, m := range d.names {
+			md := &appsv1.Deployment{}
+			if err := d.members[m].Get(ctx, types.NamespacedName{Namespace: "default", Name: dep.Name}, md); err != nil {
+				fmt.Fprintf(w, "\t-")
+				continue
+			}
+			fmt.Fprintf(w, "\t%d/%d", md.Status.ReadyReplicas, ptr.Deref(md.Spec.Replicas, 1))
+		}
+		fmt.Fprintln(w)
+	}
+	_ = w.Flush()
+
+	fmt.Printf("\n   Explore (from %s):\n\n", d.root)
+	fmt.Printf("   export KUBECONFIG=%s   # the host\n", d.rel(d.kubeconfig("host")))
+	fmt.Printf("   export PATH=$PWD/bin:$PATH         # kubectl finds the plugin kubectl-flotilla there\n")
+	w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	for _, c := range [][2]string{
+		{"kubectl flotilla get clusters -o wide", "members, health, capacity"},
+		{"kubectl flotilla status deploy/pipy", "template -> policy -> binding -> each member's Work"},
+		{"kubectl flotilla get deploy --clusters member1,member2,member3", "the members' copies side by side"},
+		{"kubectl flotilla describe deploy/pipy", "per member: replicas, pods, events"},
+		{"kubectl flotilla events deploy/pipy", "events of pipy, its ReplicaSets and pods, all members"},
+		{"kubectl flotilla logs deploy/pipy", "kwok runs no containers: each container reports an error"},
+		{"kubectl flotilla describe cluster member1", "conditions, capacity, taints, bindings on it"},
+		{"kubectl flotilla dashboard", "the same in a browser, live"},
+		{"kubectl get clusters,pp,rb -o wide", "the host's own objects"},
+	} {
+		fmt.Fprintf(w, "   %s\t# %s\n", c[0], c[1])
+	}
+	_ = w.Flush()
+	for _, n := range d.names {
+		fmt.Printf("   kubectl --kubeconfig %s get deploy -A   # %s directly\n", d.rel(d.kubeconfig(n)), n)
+	}
+	fmt.Printf("   tail -f %s   # manager log\n\n   make demo-down   # stop everything\n", d.rel(filepath.Join(d.dir, "manager.log")))
+}
+
+func (d *demo) weightedPipy(ctx context.Context) error {
+	sc := filepath.Join(d.root, "test", "testdata", "scenarios", "weighted-pipy")
+	step("Opt the namespace default in to propagation.")
 	if err := d.optIn(ctx, "default"); err != nil {
 		return err
 	}
@@ -120,26 +228,7 @@ func (d *demo) run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := d.weightedPipy(ctx); err != nil {
-		return err
-	}
 
-	title("5/5 Scenario nginx-override")
-	if err := d.nginxOverride(ctx); err != nil {
-		return err
-	}
-
-	fmt.Printf("\nDone in %s. Everything keeps running; look around:\n\n", time.Since(start).Round(time.Second))
-	fmt.Printf("  export KUBECONFIG=%s   # the host: kubectl get clusters,pp,rb -o wide\n", d.kubeconfig("host"))
-	for _, n := range d.names {
-		fmt.Printf("  kubectl --kubeconfig %s get deploy -A   # %s\n", d.kubeconfig(n), n)
-	}
-	fmt.Printf("  tail -f %s   # manager log\n\n  make demo-down   # stop everything\n", filepath.Join(d.dir, "manager.log"))
-	return nil
-}
-
-func (d *demo) weightedPipy(ctx context.Context) error {
-	sc := filepath.Join(d.root, "test", "testdata", "scenarios", "weighted-pipy")
 	step("Apply app.yaml (Deployment pipy, 2 replicas; Service pipy). No policy matches yet.")
 	if err := d.apply(ctx, filepath.Join(sc, "app.yaml")); err != nil {
 		return err
@@ -153,6 +242,7 @@ func (d *demo) weightedPipy(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	fmt.Println("     look: the Warning event on the template says no policy matches; no member runs pipy yet")
 	d.table(ctx, "default", "pipy")
 
 	step("Apply policy.yaml (Divided/Weighted, 10/10/10 over member1..3): two members get 1 replica each.")
@@ -164,8 +254,11 @@ func (d *demo) weightedPipy(ctx context.Context) error {
 	}
 	d.table(ctx, "default", "pipy")
 	d.services(ctx, "default", "pipy")
+	say(d.plugin("status", "deploy/pipy"), "the binding READY 2/2 and one line per member's Work: Applied, Healthy, ready replicas")
+	_ = d.sh(ctx, filepath.Join(d.bin, "kubectl-flotilla"), "status", "deploy/pipy", "-n", "default", "--kubeconfig", d.kubeconfig("host"))
 
-	step("kubectl scale deploy pipy --replicas 3: each member runs 1, the first two keep theirs.")
+	step("Scale pipy to 3 replicas: each member runs 1, the first two keep theirs.")
+	say("kubectl scale deploy pipy --replicas 3", "the template on the host reports the fleet's ready replicas (kubectl get deploy pipy)")
 	dep := &appsv1.Deployment{}
 	if err := d.host.Get(ctx, types.NamespacedName{Namespace: "default", Name: "pipy"}, dep); err != nil {
 		return err
@@ -191,7 +284,9 @@ func (d *demo) weightedPipy(ctx context.Context) error {
 		return err
 	}
 	d.table(ctx, "default", "curl")
-	return nil
+	say(d.plugin("get", "deploy", "--clusters", "member1,member2,member3"), "each member's own copies side by side, with a CLUSTER column")
+	return d.sh(ctx, filepath.Join(d.bin, "kubectl-flotilla"), "get", "deploy", "-n", "default", "--clusters", strings.Join(d.names, ","),
+		"--kubeconfig", d.kubeconfig("host"))
 }
 
 func (d *demo) nginxOverride(ctx context.Context) error {
@@ -214,7 +309,8 @@ func (d *demo) nginxOverride(ctx context.Context) error {
 	}
 	fmt.Printf("   ResourceBinding default/nginx-deployment: Scheduled=%s FullyApplied=%s, clusters %v\n",
 		condStatus(rb.Status.Conditions, wellknown.ConditionScheduled), condStatus(rb.Status.Conditions, wellknown.ConditionFullyApplied), targets(rb))
-	return nil
+	say(d.plugin("describe", "deploy/nginx"), "per member: replicas, the overridden image on member1, its pods and events")
+	return d.sh(ctx, filepath.Join(d.bin, "kubectl-flotilla"), "describe", "deploy/nginx", "-n", "default", "--kubeconfig", d.kubeconfig("host"))
 }
 
 // table prints, per member, the Deployment's ready/desired replicas, image and extra labels.
@@ -323,13 +419,13 @@ func (d *demo) optIn(ctx context.Context, ns string) error {
 		n.Labels = map[string]string{}
 	}
 	n.Labels[wellknown.PropagationLabel] = wellknown.PropagationEnabled
-	fmt.Printf("   kubectl label namespace %s %s=%s\n", ns, wellknown.PropagationLabel, wellknown.PropagationEnabled)
+	say(fmt.Sprintf("kubectl label namespace %s %s=%s", ns, wellknown.PropagationLabel, wellknown.PropagationEnabled),
+		"templates in "+ns+" now propagate, and the host runs none of their Pods")
 	return d.host.Patch(ctx, n, patch)
 }
 
 func (d *demo) apply(ctx context.Context, path string) error {
-	rel, _ := filepath.Rel(d.root, path)
-	fmt.Printf("   kubectl apply -f %s\n", rel)
+	say("kubectl apply -f "+d.rel(path), "")
 	_, err := manifest.ApplyFile(ctx, d.host, path, "kubectl")
 	return err
 }
@@ -428,26 +524,59 @@ func (d *demo) down() error {
 
 func (d *demo) sh(ctx context.Context, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Stdout, cmd.Stderr = indent{}, indent{}
+	out := &indent{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s %s: %w", filepath.Base(name), strings.Join(args, " "), err)
 	}
 	return nil
 }
 
-type indent struct{}
+// indent prints a command's output three spaces in. A write may end mid-line: the indent
+// goes only at the start of a line, so that tables keep their columns.
+type indent struct{ midLine bool }
 
-func (indent) Write(p []byte) (int, error) {
+func (in *indent) Write(p []byte) (int, error) {
 	for _, l := range strings.SplitAfter(string(p), "\n") {
-		if l != "" {
-			fmt.Print("   " + l)
+		if l == "" {
+			continue
 		}
+		if !in.midLine {
+			fmt.Print("   ")
+		}
+		fmt.Print(l)
+		in.midLine = !strings.HasSuffix(l, "\n")
 	}
 	return len(p), nil
 }
 
 func title(s string) { fmt.Printf("\n== %s\n", s) }
 func step(s string)  { fmt.Printf("\n-> %s\n", s) }
+
+// say prints what the user would type and, when given, what to look at in the output.
+func say(command, look string) {
+	fmt.Printf("   $ %s\n", command)
+	if look != "" {
+		fmt.Printf("     look: %s\n", look)
+	}
+}
+
+// plugin is the kubectl flotilla command line for args, with the fleet's paths relative.
+func (d *demo) plugin(args ...string) string {
+	out := []string{"kubectl", "flotilla"}
+	for _, a := range args {
+		out = append(out, d.rel(a))
+	}
+	return strings.Join(out, " ")
+}
+
+// rel shortens an absolute path under the repository to a relative one.
+func (d *demo) rel(p string) string {
+	if r, err := filepath.Rel(d.root, p); err == nil && filepath.IsAbs(p) && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
+}
 
 func condStatus(conds []metav1.Condition, t string) string {
 	if c := meta.FindStatusCondition(conds, t); c != nil {

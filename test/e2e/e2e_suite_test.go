@@ -54,7 +54,9 @@ var _ = BeforeSuite(func(ctx context.Context) {
 }, NodeTimeout(5*time.Minute))
 
 func startManager(cfg *rest.Config) (*framework.Manager, error) {
-	return framework.StartManager(cfg, controllers.Options{ProbeInterval: time.Second}, true)
+	// NoExecute taints on, as a platform that wants cluster failover runs it; the default
+	// tolerations (300 s) keep every other spec's short member outages from moving anything.
+	return framework.StartManager(cfg, controllers.Options{ProbeInterval: time.Second, NoExecuteTaints: true}, true)
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }

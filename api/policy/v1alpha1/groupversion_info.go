@@ -1,5 +1,5 @@
 // Package v1alpha1 contains the policy.karmada.io/v1alpha1 API: PropagationPolicy,
-// ClusterPropagationPolicy, OverridePolicy and ClusterOverridePolicy.
+// ClusterPropagationPolicy, OverridePolicy, ClusterOverridePolicy and ClusterTaintPolicy.
 // +kubebuilder:object:generate=true
 // +groupName=policy.karmada.io
 package v1alpha1

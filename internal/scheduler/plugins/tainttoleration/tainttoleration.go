@@ -5,10 +5,13 @@
 package tainttoleration
 
 import (
+	"time"
+
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/failover"
 	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
 )
 
@@ -23,6 +26,9 @@ var _ framework.FilterPlugin = Plugin{}
 // New returns the plugin.
 func New() Plugin { return Plugin{} }
 
+// now is the clock a NoExecute toleration's time runs on.
+var now = time.Now
+
 // Name implements framework.Plugin.
 func (Plugin) Name() string { return Name }
 
@@ -33,31 +39,34 @@ func (Plugin) NewFilter(state *framework.CycleState) (framework.Filter, error) {
 		if len(c.Spec.Taints) == 0 {
 			return ""
 		}
-		if t := Untolerated(c.Spec.Taints, tolerations, state.IsScheduled(c.Name)); t != nil {
+		if t := Untolerated(c.Spec.Taints, tolerations, state.IsScheduled(c.Name), now()); t != nil {
 			return Reason(t)
 		}
 		return ""
 	}, nil
 }
 
-// Untolerated returns the first taint that keeps a binding off the cluster, or nil. Taints of
-// effect NoExecute always count; NoSchedule taints count only when the binding is not already
-// scheduled on the cluster (scheduled is false); PreferNoSchedule never does. Tolerations
-// with the comparison operators Gt and Lt compare integer values.
-func Untolerated(taints []corev1.Taint, tolerations []corev1.Toleration, scheduled bool) *corev1.Taint {
+// Untolerated returns the first taint that keeps a binding off the cluster, or nil. A
+// cluster the binding is scheduled to keeps it whatever its taints: NoSchedule does not
+// evict, and leaving a cluster for a NoExecute taint is the failover controller's job, which
+// honours tolerationSeconds and leaves gracefully (controllers/failover). Another cluster is
+// kept off by a NoSchedule taint it does not tolerate, and by a NoExecute taint it does not
+// tolerate or tolerates for a time that has run out at now.
+func Untolerated(taints []corev1.Taint, tolerations []corev1.Toleration, scheduled bool, now time.Time) *corev1.Taint {
+	if scheduled {
+		return nil
+	}
 	for i := range taints {
 		t := &taints[i]
 		switch t.Effect {
-		case corev1.TaintEffectNoExecute:
 		case corev1.TaintEffectNoSchedule:
-			if scheduled {
-				continue
+			if !tolerated(t, tolerations) {
+				return t
 			}
-		default:
-			continue
-		}
-		if !tolerated(t, tolerations) {
-			return t
+		case corev1.TaintEffectNoExecute:
+			if ev, ok := failover.NoExecuteEviction(taints[i:i+1], tolerations, now); ok && !now.Before(ev.At) {
+				return t
+			}
 		}
 	}
 	return nil

@@ -41,8 +41,8 @@ func TestFilter(t *testing.T) {
 		{"tolerate everything", []corev1.Toleration{{Operator: corev1.TolerationOpExists}}, nil, map[string]string{
 			"not-ready": "", "draining": "", "preferred": "", "clean": "",
 		}},
-		{"scheduled clusters stay for NoSchedule, not for NoExecute", nil, all, map[string]string{
-			"not-ready": "", "draining": "had untolerated taint {drain: now}", "preferred": "", "clean": "",
+		{"scheduled clusters stay for NoSchedule and NoExecute (the failover controller evicts)", nil, all, map[string]string{
+			"not-ready": "", "draining": "", "preferred": "", "clean": "",
 		}},
 	}
 	for _, tt := range tests {
