@@ -24,6 +24,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/failover"
 	mcscontroller "github.com/flotilla-io/flotilla/controllers/mcs"
 	"github.com/flotilla-io/flotilla/controllers/namespace"
+	"github.com/flotilla-io/flotilla/controllers/rebalancer"
 	schedulercontroller "github.com/flotilla-io/flotilla/controllers/scheduler"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
 	"github.com/flotilla-io/flotilla/internal/customization"
@@ -207,6 +208,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		}).SetupWithManager(mgr, o.Workers); err != nil {
 			return nil, err
 		}
+	}
+	if err := (&rebalancer.Reconciler{}).SetupWithManager(mgr, o.Workers); err != nil {
+		return nil, err
 	}
 	clusters := &cluster.Reconciler{Members: members}
 	if err := clusters.SetupWithManager(mgr, cluster.Options{

@@ -142,6 +142,10 @@ const (
 	TaintClusterTerminating = "cluster.karmada.io/terminating"
 )
 
+// TaintClusterCordoned is the NoSchedule taint `kubectl flotilla cordon` puts on a Cluster:
+// nothing new is scheduled there, and what is there stays until a rebalance.
+const TaintClusterCordoned = "cluster.flotilla.io/cordoned"
+
 // Condition types.
 const (
 	// ClusterConditionReady is the Cluster condition that says whether the member is healthy.

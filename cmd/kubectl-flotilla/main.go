@@ -11,6 +11,9 @@
 //	kubectl flotilla logs (KIND/NAME | -l SELECTOR) [-n NS] [-c CONTAINER] [--tail N] [--clusters a,b]
 //	kubectl flotilla events [KIND/NAME] [-n NS | -A] [-l SELECTOR] [--clusters a,b] [-o wide|json|yaml]
 //	kubectl flotilla dashboard [--port N]
+//	kubectl flotilla cordon|uncordon CLUSTER
+//	kubectl flotilla taint CLUSTER KEY[=VALUE]:EFFECT... [KEY[:EFFECT]-]... [--overwrite]
+//	kubectl flotilla rebalance KIND/NAME... [-n NS] [--wait] [--ttl SECONDS]
 //	kubectl flotilla completion bash|zsh|fish|powershell
 //
 // status prints a template's propagation as a tree (template, claiming policy, binding, one
@@ -72,5 +75,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newJoinCommand(host), newUnjoinCommand(host), newGetCommand(host),
 		newStatusCommand(host), newDescribeCommand(host), newLogsCommand(host), newEventsCommand(host),
 		newDashboardCommand(host))
+	root.AddCommand(newCordonCommand(host), newUncordonCommand(host), newTaintCommand(host), newRebalanceCommand(host))
 	return root
 }

@@ -110,6 +110,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		why = "the clusters that fit a duplicated placement changed"
 	} else {
+		// A triggered reschedule (a WorkloadRebalancer) starts from scratch; any other keeps
+		// what it can of the current placement.
+		in.Fresh = scheduler.RescheduleTriggered(in)
 		result, err = r.Scheduler.Schedule(in, clusters)
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues(bindings.Kind(rb), req.String(), "reason", why)

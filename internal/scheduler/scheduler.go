@@ -97,6 +97,12 @@ type Input struct {
 	// Seed fixes the tie-break order of clusters for this binding. It defaults to the
 	// template's UID (spec.resource.uid), then to its kind, namespace and name.
 	Seed string
+	// Fresh schedules from scratch, as for a new binding: the current spec.clusters and the
+	// clusterAffinities group last observed are ignored, so replicas are not kept where they
+	// are (ClusterLocality, the division's previous assignment, NoSchedule taints tolerated on
+	// clusters already chosen). The scheduler controller sets it for a reschedule triggered
+	// by spec.rescheduleTriggeredAt (a WorkloadRebalancer); see RescheduleTriggered.
+	Fresh bool
 }
 
 func (in Input) seed() string {
@@ -110,6 +116,23 @@ func (in Input) seed() string {
 	}
 	r := in.Spec.Resource
 	return r.Kind + "/" + r.Namespace + "/" + r.Name
+}
+
+// forgetCurrent returns the input without the current result: copies of spec and status
+// without spec.clusters and status.schedulerObservingAffinityName.
+func (in Input) forgetCurrent() Input {
+	in.Seed = in.seed() // the tie-break order stays the binding's
+	if in.Spec != nil {
+		spec := *in.Spec
+		spec.Clusters = nil
+		in.Spec = &spec
+	}
+	if in.Status != nil {
+		status := *in.Status
+		status.SchedulerObservedAffinityName = ""
+		in.Status = &status
+	}
+	return in
 }
 
 // Result is a successful placement.
@@ -131,6 +154,9 @@ type Result struct {
 // ErrInvalidPlacement when the placement is invalid, and any other error for internal
 // failures. Cluster names must be unique; nil entries in clusters are ignored.
 func (s *Scheduler) Schedule(in Input, clusters []*clusterv1alpha1.Cluster) (Result, error) {
+	if in.Fresh {
+		in = in.forgetCurrent()
+	}
 	state := framework.NewCycleState(in.Spec, in.Status, in.seed())
 	state.CapacityAware = needsCapacity(state)
 	groups := state.Placement.ClusterAffinities

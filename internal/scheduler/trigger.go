@@ -94,6 +94,20 @@ func placementChanged(applied string, current *policyv1alpha1.Placement) string 
 	return ""
 }
 
+// RescheduleTriggered reports whether the binding's spec.rescheduleTriggeredAt is newer than
+// its status.lastScheduledTime: a reschedule from scratch was asked for (Input.Fresh) and has
+// not happened yet.
+func RescheduleTriggered(in Input) bool {
+	if in.Spec == nil {
+		return false
+	}
+	status := in.Status
+	if status == nil {
+		status = &workv1alpha2.ResourceBindingStatus{}
+	}
+	return rescheduleTriggered(in.Spec, status) != ""
+}
+
 func rescheduleTriggered(spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus) string {
 	at := spec.RescheduleTriggeredAt
 	if at == nil {

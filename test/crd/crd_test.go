@@ -322,6 +322,26 @@ metadata: {name: bad, namespace: invalid}
 spec:
   resource: {apiVersion: v1, kind: ConfigMap, name: x}
   conflictResolution: Replace`, []string{"spec.conflictResolution", "Unsupported value", "Overwrite"}},
+	{"WorkloadRebalancer without workloads", `
+apiVersion: apps.karmada.io/v1alpha1
+kind: WorkloadRebalancer
+metadata: {name: bad}
+spec: {workloads: []}`, []string{"spec.workloads", "at least 1"}},
+	{"WorkloadRebalancer workload without a name", `
+apiVersion: apps.karmada.io/v1alpha1
+kind: WorkloadRebalancer
+metadata: {name: bad}
+spec: {workloads: [{apiVersion: apps/v1, kind: Deployment}]}`, []string{"spec.workloads[0].name", "Required value"}},
+	{"WorkloadRebalancer with a malformed apiVersion", `
+apiVersion: apps.karmada.io/v1alpha1
+kind: WorkloadRebalancer
+metadata: {name: bad}
+spec: {workloads: [{apiVersion: a/b/c, kind: Deployment, name: x}]}`, []string{"spec.workloads[0].apiVersion", "'version' or 'group/version'"}},
+	{"WorkloadRebalancer with a negative TTL", `
+apiVersion: apps.karmada.io/v1alpha1
+kind: WorkloadRebalancer
+metadata: {name: bad}
+spec: {workloads: [{apiVersion: v1, kind: ConfigMap, name: x}], ttlSecondsAfterFinished: -1}`, []string{"spec.ttlSecondsAfterFinished", "greater than or equal to 0"}},
 	{"ResourceInterpreterCustomization without any script", `
 apiVersion: config.karmada.io/v1alpha1
 kind: ResourceInterpreterCustomization
@@ -384,6 +404,7 @@ var _ = Describe("kubectl get columns", func() {
 		{"work.karmada.io", "v1alpha1", "works", true, []string{"Name", "WORKLOAD-KIND", "APPLIED", "AGE"}, nil},
 		{"config.karmada.io", "v1alpha1", "resourceinterpretercustomizations", false,
 			[]string{"Name", "Target-API-Version", "Target-Kind", "Loaded", "Age"}, []string{"Scripts-Healthy"}},
+		{"apps.karmada.io", "v1alpha1", "workloadrebalancers", false, []string{"Name", "Finished", "Age"}, nil},
 	}
 	for _, pc := range cases {
 		It("prints the intended columns for "+pc.resource, func(ctx context.Context) {
@@ -432,9 +453,10 @@ var _ = Describe("kubectl get columns", func() {
 			}
 		}
 		sort.Strings(inCategory)
-		Expect(inCategory).To(Equal([]string{"clusteroverridepolicies", "clusterpropagationpolicies", "clusterresourcebindings", "clusters", "clustertaintpolicies", "multiclusterservices", "overridepolicies", "propagationpolicies", "resourcebindings", "resourceinterpretercustomizations", "works"}))
+		Expect(inCategory).To(Equal([]string{"clusteroverridepolicies", "clusterpropagationpolicies", "clusterresourcebindings", "clusters", "clustertaintpolicies", "multiclusterservices", "overridepolicies", "propagationpolicies", "resourcebindings", "resourceinterpretercustomizations", "workloadrebalancers", "works"}))
 		Expect(short).To(HaveKeyWithValue("resourceinterpretercustomizations", []string{"ric"}))
 		Expect(short).To(HaveKeyWithValue("multiclusterservices", []string{"mcs"}))
+		Expect(short).To(HaveKeyWithValue("workloadrebalancers", []string{"wr"}))
 		Expect(short).To(HaveKeyWithValue("propagationpolicies", []string{"pp"}))
 		Expect(short).To(HaveKeyWithValue("clusterpropagationpolicies", []string{"cpp"}))
 		Expect(short).To(HaveKeyWithValue("overridepolicies", []string{"op"}))
