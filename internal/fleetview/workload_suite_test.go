@@ -26,6 +26,10 @@ import (
 // and member1's node points its kubelet endpoint at a loopback HTTPS server that answers
 // /containerLogs as a kubelet does, so that `logs` goes through the member apiserver's real
 // log proxy; member2's pods are on a node that does not exist, so the apiserver refuses.
+// eventsAt is the "now" the suite's events are dated from and printed at, in whole seconds
+// (as events store their times), so their ages print the same however long the suite runs.
+var eventsAt = time.Now().Truncate(time.Second)
+
 var _ = Describe("logs, events and describe of a workload", Ordered, func() {
 	const ns = "team"
 	var kubeletRequests chan string
@@ -85,7 +89,7 @@ var _ = Describe("logs, events and describe of a workload", Ordered, func() {
 			other.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "other-" + m, Labels: map[string]string{"app": "other"}}
 			Expect(mc.Create(ctx, other)).To(Succeed())
 
-			now := metav1.NewTime(time.Now().Add(-time.Duration(10-i) * time.Minute))
+			now := metav1.NewTime(eventsAt.Add(-time.Duration(10-i) * time.Minute))
 			for _, e := range []corev1.Event{
 				{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api-scaled-" + m}, InvolvedObject: corev1.ObjectReference{Kind: "Deployment", Namespace: ns, Name: "api"},
 					Type: "Normal", Reason: "ScalingReplicaSet", Message: "Scaled up replica set api-7c9 to 1 in " + m},
@@ -169,7 +173,7 @@ var _ = Describe("logs, events and describe of a workload", Ordered, func() {
 		res, err := host.Workload(ctx, r)
 		Expect(err).NotTo(HaveOccurred())
 		var out bytes.Buffer
-		Expect(fleetview.PrintEvents(&out, res, "", time.Now())).To(Succeed())
+		Expect(fleetview.PrintEvents(&out, res, "", eventsAt)).To(Succeed())
 		GinkgoWriter.Printf("events:\n%s", out.String())
 		Expect(lines(out.String())).To(Equal([]string{
 			"CLUSTER LAST SEEN TYPE REASON OBJECT MESSAGE",
@@ -185,7 +189,7 @@ var _ = Describe("logs, events and describe of a workload", Ordered, func() {
 		res, err = host.Workload(ctx, fleetview.WorkloadRequest{Events: true, AllNamespaces: true, Clusters: []string{"member1"}})
 		Expect(err).NotTo(HaveOccurred())
 		out.Reset()
-		Expect(fleetview.PrintEvents(&out, res, "", time.Now())).To(Succeed())
+		Expect(fleetview.PrintEvents(&out, res, "", eventsAt)).To(Succeed())
 		Expect(out.String()).To(ContainSubstring("member1   team        10m"))
 		Expect(out.String()).To(ContainSubstring("not about api"))
 	})

@@ -82,7 +82,9 @@ var _ = Describe("kubectl flotilla describe, events and logs on the local fleet"
 			got := env.DeploymentReplicas(ctx, "views", "web")
 			g.Expect(got).To(HaveKeyWithValue("member1", framework.Replicas{Spec: 2, Ready: 2}))
 			g.Expect(got).To(HaveKeyWithValue("member2", framework.Replicas{Spec: 2, Ready: 2}))
-		}).WithContext(ctx).Should(Succeed())
+		}).WithContext(ctx).Should(Succeed(), func() string {
+			return env.MemberReport(ctx, "member1", "views") + env.MemberReport(ctx, "member2", "views")
+		})
 		var err error
 		host, err = fleetview.NewHost(env.Fleet.Host.RESTConfig())
 		Expect(err).NotTo(HaveOccurred())
@@ -129,6 +131,38 @@ var _ = Describe("kubectl flotilla describe, events and logs on the local fleet"
 			Expect(out.String()).To(MatchRegexp(m + ` +\S+ +Normal +SuccessfulCreate +replicaset/web-`))
 			Expect(out.String()).To(MatchRegexp(m + ` +\S+ +Normal +Scheduled +pod/web-`))
 		}
+	})
+
+	It("draws web's tree from template to each cluster's Work (kubectl flotilla status deploy/web)", func(ctx context.Context) {
+		Eventually(func(g Gomega) {
+			tree, err := host.Status(ctx, fleetview.StatusRequest{Kind: "deploy", Namespace: "views", Name: "web"})
+			g.Expect(err).NotTo(HaveOccurred())
+			var out bytes.Buffer
+			g.Expect(fleetview.PrintStatus(&out, tree, "")).To(Succeed())
+			ls := fields(out.String())
+			g.Expect(ls).To(Equal([]string{
+				"Deployment views/web",
+				"└── PropagationPolicy views/web",
+				"└── ResourceBinding views/web-deployment Scheduled=True FullyApplied=True READY 2/2",
+				"├── member1 Applied=True Healthy ready 2/2",
+				"└── member2 Applied=True Healthy ready 2/2",
+			}), out.String())
+			GinkgoWriter.Printf("status deploy/web:\n%s", out.String())
+		}).WithContext(ctx).Should(Succeed())
+	})
+
+	It("lists web side by side in the members that run it (kubectl flotilla get deploy --clusters ...)", func(ctx context.Context) {
+		res, err := host.Get(ctx, fleetview.GetRequest{Resource: "deploy", Namespace: "views", Clusters: []string{"member1", "member2", "member3"}})
+		Expect(err).NotTo(HaveOccurred())
+		var out bytes.Buffer
+		Expect(fleetview.PrintGet(&out, res, "")).To(Succeed())
+		GinkgoWriter.Printf("get deploy --clusters member1,member2,member3:\n%s", out.String())
+		ls := fields(out.String())
+		Expect(ls).To(HaveLen(3), out.String())
+		Expect(ls[0]).To(Equal("CLUSTER NAME READY UP-TO-DATE AVAILABLE AGE"))
+		Expect(ls[1]).To(MatchRegexp(`^member1 web 2/2 2 2 \S+$`))
+		Expect(ls[2]).To(MatchRegexp(`^member2 web 2/2 2 2 \S+$`))
+		Expect(res.Failed()).To(BeZero())
 	})
 
 	It("shows the fleet in the dashboard, in a headless browser: three Ready members and web placed on two", func(ctx context.Context) {

@@ -90,6 +90,7 @@ var _ = Describe("Member blips", func() {
 
 		Expect(m2.StartAPIServer(ctx)).To(Succeed())
 		restarted = true
+		env.EventuallyMemberSettled(ctx, "member2")
 		eventuallyAllApplied(ctx, ns, 3)
 
 		// And later edits still reach it.

@@ -68,6 +68,7 @@ var _ = Describe("Restarts", func() {
 		Expect(m2.StartAPIServer(ctx)).To(Succeed())
 		restarted = true
 		expectExactlyOnce(ctx, ns, 20, "member1", "member2", "member3")
+		env.EventuallyMemberSettled(ctx, "member2")
 	})
 
 	It("applies every Work once after the manager is killed mid-propagation and restarted", func(ctx context.Context) {
