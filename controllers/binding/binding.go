@@ -88,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
-	existing, err := r.works(ctx, rb)
+	existing, err := bindings.WorksByCluster(ctx, r.Client, rb)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -190,21 +190,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // workGoneRetry is when a binding waiting for one of its Works to finish deleting looks again,
 // in case the deletion event was missed.
 const workGoneRetry = 2 * time.Second
-
-// works returns the binding's Works by cluster name.
-func (r *Reconciler) works(ctx context.Context, rb client.Object) (map[string]*workv1alpha1.Work, error) {
-	list := &workv1alpha1.WorkList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{bindings.IndexWorkByBinding: bindings.PermanentID(rb)}); err != nil {
-		return nil, err
-	}
-	out := make(map[string]*workv1alpha1.Work, len(list.Items))
-	for i := range list.Items {
-		if c, ok := bindings.ClusterOfWork(list.Items[i].Namespace); ok {
-			out[c] = &list.Items[i]
-		}
-	}
-	return out, nil
-}
 
 func (r *Reconciler) overridePolicies(ctx context.Context, ns string) ([]policyv1alpha1.ClusterOverridePolicy, []policyv1alpha1.OverridePolicy, error) {
 	cops := &policyv1alpha1.ClusterOverridePolicyList{}
@@ -373,7 +358,7 @@ func (r *Reconciler) finalize(ctx context.Context, rb client.Object) error {
 		return nil
 	}
 	preserve := ptr.Deref(bindings.Spec(rb).PreserveResourcesOnDeletion, false)
-	works, err := r.works(ctx, rb)
+	works, err := bindings.WorksByCluster(ctx, r.Client, rb)
 	if err != nil {
 		return err
 	}

@@ -128,7 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Being deleted, or a dependency's binding: it follows its workloads' clusters.
 		return ctrl.Result{}, nil
 	}
-	works, err := r.works(ctx, rb)
+	works, err := bindings.WorksByCluster(ctx, r.Client, rb)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -471,19 +471,4 @@ func failoverApplication(spec *workv1alpha2.ResourceBindingSpec) *policyv1alpha1
 		return nil
 	}
 	return spec.Failover.Application
-}
-
-// works returns the binding's Works by cluster name.
-func (r *Reconciler) works(ctx context.Context, rb client.Object) (map[string]*workv1alpha1.Work, error) {
-	list := &workv1alpha1.WorkList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{bindings.IndexWorkByBinding: bindings.PermanentID(rb)}); err != nil {
-		return nil, err
-	}
-	out := make(map[string]*workv1alpha1.Work, len(list.Items))
-	for i := range list.Items {
-		if c, ok := bindings.ClusterOfWork(list.Items[i].Namespace); ok {
-			out[c] = &list.Items[i]
-		}
-	}
-	return out, nil
 }

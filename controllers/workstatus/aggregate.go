@@ -85,15 +85,9 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, nil
 	}
 	spec, status := bindings.Spec(rb), bindings.Status(rb)
-	list := &workv1alpha1.WorkList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{bindings.IndexWorkByBinding: bindings.PermanentID(rb)}); err != nil {
+	works, err := bindings.WorksByCluster(ctx, r.Client, rb)
+	if err != nil {
 		return ctrl.Result{}, err
-	}
-	works := map[string]*workv1alpha1.Work{}
-	for i := range list.Items {
-		if c, ok := bindings.ClusterOfWork(list.Items[i].Namespace); ok {
-			works[c] = &list.Items[i]
-		}
 	}
 
 	if inFlight(spec, works) {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 )
 
@@ -228,4 +229,20 @@ func ConditionCurrent(current []metav1.Condition, cond metav1.Condition) bool {
 	old := meta.FindStatusCondition(current, cond.Type)
 	return old != nil && old.Status == cond.Status && old.Reason == cond.Reason &&
 		old.Message == cond.Message && old.ObservedGeneration == cond.ObservedGeneration
+}
+
+// WorksByCluster returns a binding's Works by the name of their cluster, from the Works
+// indexed under IndexWorkByBinding (a cache with that index, or any reader that has it).
+func WorksByCluster(ctx context.Context, c client.Reader, rb client.Object) (map[string]*workv1alpha1.Work, error) {
+	list := &workv1alpha1.WorkList{}
+	if err := c.List(ctx, list, client.MatchingFields{IndexWorkByBinding: PermanentID(rb)}); err != nil {
+		return nil, err
+	}
+	out := make(map[string]*workv1alpha1.Work, len(list.Items))
+	for i := range list.Items {
+		if name, ok := ClusterOfWork(list.Items[i].Namespace); ok {
+			out[name] = &list.Items[i]
+		}
+	}
+	return out, nil
 }
