@@ -99,18 +99,9 @@ serves no logs, and each container gets an error line.`,
 				tail = 10 // kubectl's default with a selector
 			}
 			req.Logs = &fleetview.LogOptions{Container: container, TailLines: tail}
-			h, err := host.fleetview()
-			if err != nil {
-				return err
-			}
-			res, err := h.Workload(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			if err := fleetview.PrintLogs(cmd.OutOrStdout(), cmd.ErrOrStderr(), res); err != nil {
-				return err
-			}
-			return reportMembers(cmd.ErrOrStderr(), res, true)
+			return showWorkload(cmd, host, req, true, func(res *fleetview.WorkloadResult) error {
+				return fleetview.PrintLogs(cmd.OutOrStdout(), cmd.ErrOrStderr(), res)
+			})
 		},
 	}
 	o.add(cmd, host, false)
@@ -145,18 +136,9 @@ exits non-zero when every member failed, or when the workload is in none of the 
 				return err
 			}
 			req.Events = true
-			h, err := host.fleetview()
-			if err != nil {
-				return err
-			}
-			res, err := h.Workload(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			if err := fleetview.PrintEvents(cmd.OutOrStdout(), res, output, time.Now()); err != nil {
-				return err
-			}
-			return reportMembers(cmd.ErrOrStderr(), res, output == "" || output == "wide")
+			return showWorkload(cmd, host, req, output == "" || output == "wide", func(res *fleetview.WorkloadResult) error {
+				return fleetview.PrintEvents(cmd.OutOrStdout(), res, output, time.Now())
+			})
 		},
 	}
 	o.add(cmd, host, true)
@@ -171,6 +153,14 @@ func describeWorkload(cmd *cobra.Command, host *hostFlags, o *workloadFlags, arg
 		return err
 	}
 	req.Events = true
+	return showWorkload(cmd, host, req, true, func(res *fleetview.WorkloadResult) error {
+		return fleetview.PrintWorkloadDescription(cmd.OutOrStdout(), res, time.Now())
+	})
+}
+
+// showWorkload reads a workload from the members, prints it, and returns the exit verdict
+// (reportMembers; printed says whether the output already shows each member's error).
+func showWorkload(cmd *cobra.Command, host *hostFlags, req fleetview.WorkloadRequest, printed bool, print func(*fleetview.WorkloadResult) error) error {
 	h, err := host.fleetview()
 	if err != nil {
 		return err
@@ -179,8 +169,8 @@ func describeWorkload(cmd *cobra.Command, host *hostFlags, o *workloadFlags, arg
 	if err != nil {
 		return err
 	}
-	if err := fleetview.PrintWorkloadDescription(cmd.OutOrStdout(), res, time.Now()); err != nil {
+	if err := print(res); err != nil {
 		return err
 	}
-	return reportMembers(cmd.ErrOrStderr(), res, true)
+	return reportMembers(cmd.ErrOrStderr(), res, printed)
 }

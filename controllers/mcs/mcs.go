@@ -332,16 +332,23 @@ func (r *Reconciler) writeStatus(ctx context.Context, m *networkingv1alpha1.Mult
 	if equality.Semantic.DeepEqual(conds, m.Status.Conditions) {
 		return nil
 	}
+	return applyStatus(ctx, r.Client, networkingv1alpha1.GroupVersion.WithKind("MultiClusterService"),
+		types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, &corev1.ServiceStatus{Conditions: conds})
+}
+
+// applyStatus writes an object's status by server-side apply, as FieldOwner; an object that
+// is gone is not an error.
+func applyStatus(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, key types.NamespacedName, status any) error {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(networkingv1alpha1.GroupVersion.WithKind("MultiClusterService"))
-	u.SetNamespace(m.Namespace)
-	u.SetName(m.Name)
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&corev1.ServiceStatus{Conditions: conds})
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(key.Namespace)
+	u.SetName(key.Name)
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(status)
 	if err != nil {
 		return err
 	}
 	u.Object["status"] = raw
-	return client.IgnoreNotFound(r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+	return client.IgnoreNotFound(c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(FieldOwner), client.ForceOwnership))
 }
 

@@ -272,17 +272,7 @@ func (r *Reconciler) reportExport(ctx context.Context, mem *member.Member, key t
 	if equality.Semantic.DeepEqual(conds, exp.Status.Conditions) {
 		return nil
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(exportGVK)
-	u.SetNamespace(key.Namespace)
-	u.SetName(key.Name)
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&mcsv1alpha1.ServiceExportStatus{Conditions: conds})
-	if err != nil {
-		return err
-	}
-	u.Object["status"] = raw
-	return client.IgnoreNotFound(mem.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(FieldOwner), client.ForceOwnership))
+	return applyStatus(ctx, mem.Client, exportGVK, key, &mcsv1alpha1.ServiceExportStatus{Conditions: conds})
 }
 
 // record keeps the outcome of a write and wakes the service when it changed, so that a

@@ -16,11 +16,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/fleetview"
 )
 
@@ -113,8 +113,8 @@ func clusterRow(c *clusterv1alpha1.Cluster) ClusterRow {
 		r.Nodes = fmt.Sprintf("%d/%d", n.ReadyNum, n.TotalNum)
 	}
 	if s := c.Status.ResourceSummary; s != nil {
-		r.CPU = usage(s, corev1.ResourceCPU, cores)
-		r.Memory = usage(s, corev1.ResourceMemory, binaryBytes)
+		r.CPU = clusterstatus.Usage(s, corev1.ResourceCPU, clusterstatus.FormatCPU, " / ")
+		r.Memory = clusterstatus.Usage(s, corev1.ResourceMemory, clusterstatus.FormatBytes, " / ")
 	}
 	for _, t := range c.Spec.Taints {
 		r.Taints = append(r.Taints, t.ToString())
@@ -180,29 +180,4 @@ func condition(st *workv1alpha2.ResourceBindingStatus, t string) string {
 		return string(c.Status)
 	}
 	return "Unknown"
-}
-
-func usage(s *clusterv1alpha1.ResourceSummary, name corev1.ResourceName, format func(resource.Quantity) string) string {
-	total, ok := s.Allocatable[name]
-	if !ok {
-		return none
-	}
-	return format(s.Allocated[name]) + " / " + format(total)
-}
-
-// cores prints cores with at most one decimal: 8, 1.5, 0.1.
-func cores(q resource.Quantity) string {
-	return strconv.FormatFloat(float64(q.MilliValue()/100)/10, 'f', -1, 64)
-}
-
-// binaryBytes prints a binary size with at most one decimal: 512Mi, 1.5Gi.
-func binaryBytes(q resource.Quantity) string {
-	v := float64(q.Value())
-	units := []string{"", "Ki", "Mi", "Gi", "Ti", "Pi"}
-	u := 0
-	for v >= 1024 && u < len(units)-1 {
-		v /= 1024
-		u++
-	}
-	return strconv.FormatFloat(float64(int64(v*10))/10, 'f', -1, 64) + units[u]
 }

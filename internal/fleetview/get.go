@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
@@ -77,9 +76,14 @@ type GetResult struct {
 
 // Failed counts the members that answered with an error.
 func (r *GetResult) Failed() int {
+	return failed(r.Members, func(m MemberResult) error { return m.Err })
+}
+
+// failed counts the members whose answer was an error.
+func failed[M any](members []M, errOf func(M) error) int {
 	n := 0
-	for _, m := range r.Members {
-		if m.Err != nil {
+	for _, m := range members {
+		if errOf(m) != nil {
 			n++
 		}
 	}
@@ -396,18 +400,5 @@ func printObjects(w io.Writer, r *GetResult, format string) error {
 			items = append(items, it.Object)
 		}
 	}
-	list := map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}, "items": items}
-	var data []byte
-	var err error
-	if format == "json" {
-		data, err = json.MarshalIndent(list, "", "    ")
-		data = append(data, '\n')
-	} else {
-		data, err = yaml.Marshal(list)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(data)
-	return err
+	return writeList(w, items, format)
 }

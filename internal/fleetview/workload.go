@@ -89,13 +89,7 @@ type ContainerLog struct {
 
 // Failed counts the members that answered with an error.
 func (r *WorkloadResult) Failed() int {
-	n := 0
-	for _, m := range r.Members {
-		if m.Err != nil {
-			n++
-		}
-	}
-	return n
+	return failed(r.Members, func(m MemberWorkload) error { return m.Err })
 }
 
 // Check is the verdict of the exit code: an error when no member was read, when every
