@@ -115,26 +115,35 @@ func (h *Host) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 	}
 	timeout := cmp.Or(req.MemberTimeout, DefaultMemberTimeout)
 	res := &GetResult{Mapping: mapping, AllNamespaces: req.AllNamespaces && req.Name == "", Members: make([]MemberResult, len(clusters))}
-	var wg sync.WaitGroup
-	for i, c := range clusters {
-		res.Members[i].Cluster = c.name
-		if c.err != nil {
-			res.Members[i].Err = c.err
-			continue
-		}
-		wg.Add(1)
-		go func(r *MemberResult, c *clusterv1alpha1.Cluster) {
-			defer wg.Done()
-			mctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			h.readMember(mctx, r, c, mapping, req)
-			if r.Err != nil && errors.Is(mctx.Err(), context.DeadlineExceeded) {
+	fanOut(ctx, clusters, timeout, func(i int, name string, err error) { res.Members[i].Cluster, res.Members[i].Err = name, err },
+		func(ctx context.Context, i int, c *clusterv1alpha1.Cluster, expired func() bool) {
+			r := &res.Members[i]
+			h.readMember(ctx, r, c, mapping, req)
+			if r.Err != nil && expired() {
 				r.Err = fmt.Errorf("no answer within %s", timeout)
 			}
-		}(&res.Members[i], c.cluster)
+		})
+	return res, nil
+}
+
+// fanOut reads the selected clusters in parallel, each within timeout: set records each
+// cluster's name and selection error, and read runs for each selected cluster (expired tells
+// whether its time ran out). It returns when every read has.
+func fanOut(ctx context.Context, clusters []selected, timeout time.Duration, set func(i int, name string, err error),
+	read func(ctx context.Context, i int, c *clusterv1alpha1.Cluster, expired func() bool)) {
+	var wg sync.WaitGroup
+	for i, c := range clusters {
+		set(i, c.name, c.err)
+		if c.err != nil {
+			continue
+		}
+		wg.Go(func() {
+			mctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			read(mctx, i, c.cluster, func() bool { return errors.Is(mctx.Err(), context.DeadlineExceeded) })
+		})
 	}
 	wg.Wait()
-	return res, nil
 }
 
 type selected struct {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -172,32 +171,22 @@ func (h *Host) Workload(ctx context.Context, req WorkloadRequest) (*WorkloadResu
 	res := &WorkloadResult{Workload: ref, Selector: req.Selector, AllNamespaces: q.namespace == metav1.NamespaceAll,
 		Logs: req.Logs != nil, Members: make([]MemberWorkload, len(clusters))}
 	timeout := cmp.Or(req.MemberTimeout, DefaultMemberTimeout)
-	var wg sync.WaitGroup
-	for i, c := range clusters {
-		res.Members[i].Cluster = c.name
-		if c.err != nil {
-			res.Members[i].Err = c.err
-			continue
-		}
-		wg.Add(1)
-		go func(r *MemberWorkload, c *clusterv1alpha1.Cluster) {
-			defer wg.Done()
-			mctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			r.Err = h.readWorkload(mctx, r, c, q, req)
-			if errors.Is(mctx.Err(), context.DeadlineExceeded) {
-				if r.Err != nil {
-					r.Err = fmt.Errorf("no answer within %s", timeout)
-				}
-				for i := range r.Logs {
-					if r.Logs[i].Err != nil {
-						r.Logs[i].Err = fmt.Errorf("no answer within %s", timeout)
-					}
+	fanOut(ctx, clusters, timeout, func(i int, name string, err error) { res.Members[i].Cluster, res.Members[i].Err = name, err },
+		func(ctx context.Context, i int, c *clusterv1alpha1.Cluster, expired func() bool) {
+			r := &res.Members[i]
+			r.Err = h.readWorkload(ctx, r, c, q, req)
+			if !expired() {
+				return
+			}
+			if r.Err != nil {
+				r.Err = fmt.Errorf("no answer within %s", timeout)
+			}
+			for i := range r.Logs {
+				if r.Logs[i].Err != nil {
+					r.Logs[i].Err = fmt.Errorf("no answer within %s", timeout)
 				}
 			}
-		}(&res.Members[i], c.cluster)
-	}
-	wg.Wait()
+		})
 	return res, nil
 }
 
