@@ -212,7 +212,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	if err := (&rebalancer.Reconciler{}).SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
 	}
-	clusters := &cluster.Reconciler{Members: members}
+	hostID, err := execution.HostID(ctx, mgr.GetAPIReader())
+	if err != nil {
+		return nil, err
+	}
+	clusters := &cluster.Reconciler{Members: members, HostID: hostID}
 	if err := clusters.SetupWithManager(mgr, cluster.Options{
 		ProbeInterval: o.ProbeInterval, StatusInterval: o.StatusInterval, Workers: o.Workers, NoExecuteTaints: o.NoExecuteTaints,
 	}); err != nil {
@@ -222,10 +226,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	if err := (&clustertaint.Reconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(clustertaint.ControllerName),
 	}).SetupWithManager(mgr, clustertaint.DefaultWorkers); err != nil {
-		return nil, err
-	}
-	hostID, err := execution.HostID(ctx, mgr.GetAPIReader())
-	if err != nil {
 		return nil, err
 	}
 	if err := (&execution.Reconciler{

@@ -207,6 +207,7 @@ const (
 	EventReasonTaintClusterSucceed         = "TaintClusterSucceed"
 	EventReasonClusterNotReady             = "ClusterNotReady"
 	EventReasonClusterReady                = "ClusterReady"
+	EventReasonAgentAccessFailed           = "AgentAccessFailed"
 
 	// Dependencies (propagateDeps), on the workload's template.
 	EventReasonGetDependenciesFailed                   = "GetDependenciesFailed"

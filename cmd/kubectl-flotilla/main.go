@@ -14,6 +14,9 @@
 //	kubectl flotilla cordon|uncordon CLUSTER
 //	kubectl flotilla taint CLUSTER KEY[=VALUE]:EFFECT... [KEY[:EFFECT]-]... [--overwrite]
 //	kubectl flotilla rebalance KIND/NAME... [-n NS] [--wait] [--ttl SECONDS]
+//	kubectl flotilla token create [--ttl 1h] | token delete ID
+//	kubectl flotilla register NAME --host URL --token TOKEN [--ca-data BASE64] [--no-deployment]   (kubeconfig: the member's)
+//	kubectl flotilla unregister NAME [--host-kubeconfig FILE]                                     (kubeconfig: the member's)
 //	kubectl flotilla completion bash|zsh|fish|powershell
 //
 // status prints a template's propagation as a tree (template, claiming policy, binding, one
@@ -76,5 +79,6 @@ func newRootCommand() *cobra.Command {
 		newStatusCommand(host), newDescribeCommand(host), newLogsCommand(host), newEventsCommand(host),
 		newDashboardCommand(host))
 	root.AddCommand(newCordonCommand(host), newUncordonCommand(host), newTaintCommand(host), newRebalanceCommand(host))
+	root.AddCommand(newTokenCommand(host), newRegisterCommand(host), newUnregisterCommand(host))
 	return root
 }

@@ -33,7 +33,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -125,6 +124,8 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Clock tells the time of probes, taints and status collection.
 	Clock clock.PassiveClock
+	// HostID identifies the host; it is recorded on Pull Clusters for their agents.
+	HostID string
 
 	opts Options
 	// collections wakes a Cluster whose status collection finished.
@@ -152,6 +153,12 @@ type memberState struct {
 	collecting bool
 	// collected is what the last collections found, written into every status.
 	collected collected
+
+	// accessFor is the UID of the Pull Cluster whose agent's rights were applied.
+	accessFor types.UID
+	// exchange is whether the bootstrap token's exchange binding was last applied (true) or
+	// removed (false); nil until either.
+	exchange *bool
 }
 
 // collected is what status collection found; nil or empty fields were not collected.
@@ -191,10 +198,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.ensureExecutionNamespace(ctx, cluster); err != nil {
 		return ctrl.Result{}, err
 	}
-	if cluster.Spec.SyncMode != clusterv1alpha1.Push {
-		r.Members.Disconnect(cluster.Name) // in case it was Push before
-		r.forget(cluster.Name)
-		return ctrl.Result{}, nil
+	if cluster.Spec.SyncMode == clusterv1alpha1.Pull {
+		return r.reconcilePull(ctx, cluster)
 	}
 
 	st := r.state(cluster.Name)
@@ -399,56 +404,20 @@ func (r *Reconciler) collectStatus(ctx context.Context, cluster *clusterv1alpha1
 	log := ctrl.LoggerFrom(ctx)
 	began := r.Clock.Now()
 
-	var errs []error
-	dc := discovery.ToDiscoveryInterfaceWithContext(mem.Discovery())
-	if v, err := dc.ServerVersionWithContext(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("get version: %w", err))
-	} else {
-		out.version = v.GitVersion
-	}
-	if enablements, err := apiEnablements(ctx, dc, previous); err != nil {
-		errs = append(errs, err)
-	} else {
-		out.apiEnablements = enablements
-	}
-	nodes, resources, err := clusterstatus.Summarize(ctx, clusterstatus.Listers{
-		Nodes: mem.Kube.CoreV1().Nodes().List,
-		Pods:  mem.Kube.CoreV1().Pods(metav1.NamespaceAll).List,
-	}, models)
-	if err != nil {
-		errs = append(errs, err)
-	} else {
-		out.nodes, out.resources = nodes, resources
-	}
+	found, err := clusterstatus.Collect(ctx, mem.Kube, models, previous)
+	out = collected{version: found.Version, apiEnablements: found.APIEnablements, nodes: found.Nodes, resources: found.Resources}
 	took := r.Clock.Since(began)
-	observeCollection(name, took, len(errs) == 0)
+	observeCollection(name, took, err == nil)
 
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		log.Error(err, "Cannot collect the member cluster's status; keeping what was collected before")
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, wellknown.EventReasonCollectClusterStatusFailed, "CollectStatus",
 			"Cannot collect the member cluster's status: %v", err)
 		return out, false
 	}
 	log.V(1).Info("Collected the member cluster's status", "duration", took, "version", out.version,
-		"nodes", nodes.TotalNum, "apiGroupVersions", len(out.apiEnablements))
+		"nodes", out.nodes.TotalNum, "apiGroupVersions", len(out.apiEnablements))
 	return out, true
-}
-
-// apiEnablements discovers the member's resources. Group versions whose discovery failed keep
-// their previous entries.
-func apiEnablements(ctx context.Context, dc discovery.DiscoveryInterfaceWithContext, previous []clusterv1alpha1.APIEnablement) ([]clusterv1alpha1.APIEnablement, error) {
-	_, lists, err := dc.ServerGroupsAndResourcesWithContext(ctx)
-	failed := map[string]bool{}
-	var partial *discovery.ErrGroupDiscoveryFailed
-	switch {
-	case errors.As(err, &partial):
-		for gv := range partial.Groups {
-			failed[gv.String()] = true
-		}
-	case err != nil:
-		return nil, fmt.Errorf("discover APIs: %w", err)
-	}
-	return clusterstatus.APIEnablements(lists, failed, previous), nil
 }
 
 // syncTaints puts the not-ready and unreachable taints in line with the Ready condition's
@@ -495,6 +464,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, cluster *clusterv1alpha1.C
 }
 
 func (r *Reconciler) applyStatus(ctx context.Context, name string, status *clusterv1alpha1.ClusterStatus) error {
+	return r.applyStatusAs(ctx, name, status, FieldOwner)
+}
+
+func (r *Reconciler) applyStatusAs(ctx context.Context, name string, status *clusterv1alpha1.ClusterStatus, owner string) error {
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(status)
 	if err != nil {
 		return err
@@ -502,7 +475,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, name string, status *clust
 	u := &unstructured.Unstructured{Object: map[string]any{"status": content}}
 	u.SetGroupVersionKind(clusterv1alpha1.GroupVersion.WithKind("Cluster"))
 	u.SetName(name)
-	return r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
+	return r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(owner), client.ForceOwnership)
 }
 
 // reportReadiness logs and records an event when Ready changes. It compares with what it
@@ -542,6 +515,9 @@ func (r *Reconciler) finalize(ctx context.Context, cluster *clusterv1alpha1.Clus
 		return ctrl.Result{RequeueAfter: WorkDeletionPollInterval}, nil
 	}
 	if err := r.removeExecutionNamespace(ctx, cluster); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.removeAgentAccess(ctx, cluster); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.Members.Disconnect(cluster.Name)

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/controllers/execution"
 )
 
 // IndexClusterBySecret indexes Clusters by the "namespace/name" of the Secret their
@@ -43,6 +48,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
+	}
+	if r.HostID == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		id, err := execution.HostID(ctx, mgr.GetAPIReader())
+		if err != nil {
+			return err
+		}
+		r.HostID = id
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &clusterv1alpha1.Cluster{}, IndexClusterBySecret, secretRefKey); err != nil {
 		return err
@@ -74,14 +88,16 @@ func secretRefKey(o client.Object) []string {
 }
 
 // specOrLifecycleChanged passes Cluster events other than status updates: the controller's
-// own status writes must not wake it again (it comes back after ProbeInterval anyway).
+// own status writes must not wake it again (it comes back after ProbeInterval anyway). A
+// change of Ready passes: a Pull member's agent writes it, and the taints follow at once.
 func specOrLifecycleChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld, e.ObjectNew
 			return o.GetGeneration() != n.GetGeneration() ||
 				!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
-				!slices.Equal(o.GetFinalizers(), n.GetFinalizers())
+				!slices.Equal(o.GetFinalizers(), n.GetFinalizers()) ||
+				readyStatus(o) != readyStatus(n)
 		},
 	}
 }
@@ -100,4 +116,15 @@ func (r *Reconciler) clustersUsingSecret(ctx context.Context, secret client.Obje
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: clusters.Items[i].Name}})
 	}
 	return out
+}
+
+func readyStatus(o client.Object) metav1.ConditionStatus {
+	c, ok := o.(*clusterv1alpha1.Cluster)
+	if !ok {
+		return ""
+	}
+	if cond := meta.FindStatusCondition(c.Status.Conditions, wellknown.ClusterConditionReady); cond != nil {
+		return cond.Status
+	}
+	return ""
 }

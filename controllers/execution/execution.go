@@ -81,6 +81,10 @@ type Reconciler struct {
 	// KindServed, when set, is told that a CRD applied to cluster is Established there: the
 	// member serves a new kind (the cluster controller collects the member's APIs again).
 	KindServed func(cluster string)
+	// Agent is set in a Pull member's agent, to the name of its Cluster: the reconciler
+	// applies the Works of that Pull Cluster. Unset, in the host's manager, it leaves the Works
+	// of Pull Clusters to their agents (see pulled).
+	Agent string
 
 	queues *memberqueue.Queues[types.NamespacedName]
 
@@ -149,6 +153,13 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 	work := &workv1alpha1.Work{}
 	if err := r.Client.Get(ctx, key, work); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.Agent == "" {
+		if c, err := r.cluster(ctx, cluster); err != nil {
+			return ctrl.Result{}, err
+		} else if c != nil && c.Spec.SyncMode == clusterv1alpha1.Pull {
+			return r.pulled(ctx, c, work)
+		}
 	}
 	if work.DeletionTimestamp != nil {
 		return r.finalize(ctx, cluster, work)
@@ -527,6 +538,24 @@ func (r *Reconciler) finalize(ctx context.Context, cluster string, work *workv1a
 	r.applied.Delete(work.UID)
 	r.written.Delete(work.UID)
 	r.established.Delete(work.UID)
+	patch := client.MergeFrom(work.DeepCopy())
+	controllerutil.RemoveFinalizer(work, wellknown.ExecutionControllerFinalizer)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, work, patch))
+}
+
+// pulled handles, in the host's manager, a Work of a Pull Cluster: its agent applies and
+// releases it. The one exception is a Work of a Pull Cluster being deleted whose agent is not
+// Ready: no one is left to clean up the member, and the Work is released so that the Cluster
+// can go (the member keeps what the Work put there, as for a Push member that is down).
+func (r *Reconciler) pulled(ctx context.Context, c *clusterv1alpha1.Cluster, work *workv1alpha1.Work) (ctrl.Result, error) {
+	if work.DeletionTimestamp == nil || c.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(work, wellknown.ExecutionControllerFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if ready := meta.FindStatusCondition(c.Status.Conditions, wellknown.ClusterConditionReady); ready != nil && ready.Status == metav1.ConditionTrue {
+		// The agent cleans up; look again in case it stops before it has.
+		return ctrl.Result{RequeueAfter: memberDownRetry}, nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Releasing a Work of a Pull Cluster being deleted whose agent is not ready; its member objects stay")
 	patch := client.MergeFrom(work.DeepCopy())
 	controllerutil.RemoveFinalizer(work, wellknown.ExecutionControllerFinalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, work, patch))

@@ -236,23 +236,31 @@ func (c *clients) clusters(ctx context.Context) ([]clusterv1alpha1.Cluster, erro
 // grantAccess makes the control plane's ServiceAccount in the member and binds it to
 // MemberRules, or to cluster-admin.
 func (c *clients) grantAccess(ctx context.Context, name string, clusterAdmin bool) error {
-	access := wellknown.MemberAccessName(name)
-	labels := map[string]string{wellknown.JoinedClusterLabel: name}
+	return GrantMemberAccess(ctx, c.member, wellknown.MemberAccessName(name), map[string]string{wellknown.JoinedClusterLabel: name},
+		clusterAdmin, c.memberSide.explain)
+}
+
+// GrantMemberAccess makes the ServiceAccount flotilla-system/<access> in the member and binds
+// it, through the ClusterRole and ClusterRoleBinding <access>, to MemberRules (or to
+// cluster-admin): the control plane's identity for a Push member, the agent's for a Pull one.
+// explain turns an error of a step into the one returned.
+func GrantMemberAccess(ctx context.Context, member client.Client, access string, labels map[string]string, clusterAdmin bool,
+	explain func(err error, what string) error) error {
 	apply := []client.ApplyOption{client.FieldOwner(FieldManager), client.ForceOwnership}
 
-	if err := ensureNamespace(ctx, c.member, wellknown.SystemNamespace); err != nil {
-		return c.memberSide.explain(err, "create namespace "+wellknown.SystemNamespace)
+	if err := ensureNamespace(ctx, member, wellknown.SystemNamespace); err != nil {
+		return explain(err, "create namespace "+wellknown.SystemNamespace)
 	}
 	sa := corev1ac.ServiceAccount(access, wellknown.SystemNamespace).WithLabels(labels)
-	if err := c.member.Apply(ctx, sa, apply...); err != nil {
-		return c.memberSide.explain(err, "create ServiceAccount "+wellknown.SystemNamespace+"/"+access)
+	if err := member.Apply(ctx, sa, apply...); err != nil {
+		return explain(err, "create ServiceAccount "+wellknown.SystemNamespace+"/"+access)
 	}
 
 	role := access
 	if clusterAdmin {
 		role = ClusterAdminRole
-		if err := deleteIfExists(ctx, c.member, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: access}}); err != nil {
-			return c.memberSide.explain(err, "delete ClusterRole "+access)
+		if err := deleteIfExists(ctx, member, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: access}}); err != nil {
+			return explain(err, "delete ClusterRole "+access)
 		}
 	} else {
 		cr := rbacv1ac.ClusterRole(access).WithLabels(labels)
@@ -260,26 +268,26 @@ func (c *clients) grantAccess(ctx context.Context, name string, clusterAdmin boo
 			cr.WithRules(rbacv1ac.PolicyRule().WithAPIGroups(r.APIGroups...).WithResources(r.Resources...).
 				WithNonResourceURLs(r.NonResourceURLs...).WithVerbs(r.Verbs...))
 		}
-		if err := c.member.Apply(ctx, cr, apply...); err != nil {
-			return c.memberSide.explain(err, "create ClusterRole "+access)
+		if err := member.Apply(ctx, cr, apply...); err != nil {
+			return explain(err, "create ClusterRole "+access)
 		}
 	}
 
 	// A binding's roleRef cannot change: replace a binding to the other role.
 	crb := &rbacv1.ClusterRoleBinding{}
-	switch err := c.member.Get(ctx, client.ObjectKey{Name: access}, crb); {
+	switch err := member.Get(ctx, client.ObjectKey{Name: access}, crb); {
 	case err == nil && crb.RoleRef.Name != role:
-		if err := deleteIfExists(ctx, c.member, crb); err != nil {
-			return c.memberSide.explain(err, "replace ClusterRoleBinding "+access)
+		if err := deleteIfExists(ctx, member, crb); err != nil {
+			return explain(err, "replace ClusterRoleBinding "+access)
 		}
 	case err != nil && !apierrors.IsNotFound(err):
-		return c.memberSide.explain(err, "read ClusterRoleBinding "+access)
+		return explain(err, "read ClusterRoleBinding "+access)
 	}
 	binding := rbacv1ac.ClusterRoleBinding(access).WithLabels(labels).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(role)).
 		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(access).WithNamespace(wellknown.SystemNamespace))
-	if err := c.member.Apply(ctx, binding, apply...); err != nil {
-		return c.memberSide.explain(err, "create ClusterRoleBinding "+access)
+	if err := member.Apply(ctx, binding, apply...); err != nil {
+		return explain(err, "create ClusterRoleBinding "+access)
 	}
 	return nil
 }

@@ -192,19 +192,49 @@ func fingerprint(c *clusterv1alpha1.Cluster, s *corev1.Secret) string {
 // and returns whether it did. It does not probe.
 func (m *Manager) Connect(ctx context.Context, c *clusterv1alpha1.Cluster, s *corev1.Secret) (bool, error) {
 	fp := fingerprint(c, s)
-	m.mu.RLock()
-	old := m.members[c.Name]
-	m.mu.RUnlock()
-	if old != nil && old.fingerprint == fp {
+	if m.current(c.Name, fp) {
 		return false, nil
 	}
 	cfg, err := m.newConfig(c, s)
 	if err != nil {
 		return false, err
 	}
+	return m.connect(ctx, c.Name, cfg, fp)
+}
+
+// ConnectConfig connects to a member with a REST config of the caller's: the Pull agent's
+// connection to the cluster it runs in. The config is copied; the connection is rebuilt only
+// when the config's endpoint or credentials differ from the current connection's.
+func (m *Manager) ConnectConfig(ctx context.Context, name string, cfg *rest.Config) (bool, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%v\x00", cfg.Host, cfg.BearerToken, cfg.BearerTokenFile, cfg.Insecure)
+	h.Write(cfg.CAData)
+	h.Write(cfg.CertData)
+	fmt.Fprintf(h, "\x00%s\x00%s", cfg.CAFile, cfg.CertFile)
+	fp := hex.EncodeToString(h.Sum(nil))
+	if m.current(name, fp) {
+		return false, nil
+	}
+	return m.connect(ctx, name, rest.CopyConfig(cfg), fp)
+}
+
+// current reports whether the member's connection was built from fingerprint fp.
+func (m *Manager) current(name, fp string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	old := m.members[name]
+	return old != nil && old.fingerprint == fp
+}
+
+// connect builds the member's connection from cfg, replacing (and re-watching the kinds of)
+// the connection it had, and starts probing it.
+func (m *Manager) connect(ctx context.Context, name string, cfg *rest.Config, fp string) (bool, error) {
+	m.mu.RLock()
+	old := m.members[name]
+	m.mu.RUnlock()
 	cfg.QPS, cfg.Burst = m.opts.QPS, m.opts.Burst
 	cfg.Timeout = 30 * time.Second
-	mem, err := m.build(ctx, c.Name, cfg, fp)
+	mem, err := m.build(ctx, name, cfg, fp)
 	if err != nil {
 		return false, err
 	}
@@ -217,16 +247,16 @@ func (m *Manager) Connect(ctx context.Context, c *clusterv1alpha1.Cluster, s *co
 		old.mu.Unlock()
 	}
 	m.mu.Lock()
-	m.members[c.Name] = mem
+	m.members[name] = mem
 	m.mu.Unlock()
 	if old != nil {
 		old.cancel()
-		logf.FromContext(ctx).Info("Reconnected member cluster: endpoint or credentials changed", "Cluster", c.Name)
+		logf.FromContext(ctx).Info("Reconnected member cluster: endpoint or credentials changed", "Cluster", name)
 	}
 	go m.probeLoop(logf.IntoContext(mem.ctx, logf.FromContext(ctx)), mem)
 	for _, gvk := range rewatch {
-		if err := m.Watch(ctx, c.Name, gvk); err != nil {
-			logf.FromContext(ctx).Error(err, "Cannot re-watch kind after reconnect", "Cluster", c.Name, "kind", gvk)
+		if err := m.Watch(ctx, name, gvk); err != nil {
+			logf.FromContext(ctx).Error(err, "Cannot re-watch kind after reconnect", "Cluster", name, "kind", gvk)
 		}
 	}
 	return true, nil

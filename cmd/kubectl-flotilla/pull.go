@@ -1,0 +1,174 @@
+package main
+
+import (
+	"encoding/base64"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flotilla-io/flotilla/controllers/agent"
+	"github.com/flotilla-io/flotilla/internal/join"
+	"github.com/flotilla-io/flotilla/internal/register"
+)
+
+func newTokenCommand(host *hostFlags) *cobra.Command {
+	cmd := &cobra.Command{Use: "token", Short: "Bootstrap tokens for registering Pull member clusters"}
+	var ttl time.Duration
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create a short-lived bootstrap token and print the register command to run in the member",
+		Long: `Create a bootstrap token in the host (--kubeconfig, an administrator's).
+
+The token belongs to a ServiceAccount made for it, flotilla-system/flotilla-bootstrap-ID, whose
+only right is to create a Pull Cluster that names the token (an admission policy checks it),
+and, once the Flotilla manager has made that Cluster's agent identity, to fetch the agent's
+credential until the agent starts. It expires after --ttl.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := host.config()
+			if err != nil {
+				return err
+			}
+			t, err := register.CreateToken(cmd.Context(), cfg, ttl)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "Bootstrap token %s, valid until %s.\n", t.ID, t.Expires.UTC().Format(time.RFC3339))
+			fmt.Fprintf(out, "Run this with a kubeconfig of the member cluster (cluster-admin), choosing its NAME:\n\n  %s\n\n", t.Command("NAME"))
+			fmt.Fprintf(out, "Delete the token early with: kubectl flotilla token delete %s\n", t.ID)
+			return nil
+		},
+	}
+	create.Flags().DurationVar(&ttl, "ttl", register.DefaultTokenTTL, "How long the token is valid (at least 10m)")
+	del := &cobra.Command{
+		Use:   "delete ID",
+		Short: "Delete a bootstrap token",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := host.config()
+			if err != nil {
+				return err
+			}
+			if err := register.DeleteToken(cmd.Context(), cfg, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Bootstrap token %s deleted.\n", args[0])
+			return nil
+		},
+	}
+	cmd.AddCommand(create, del)
+	return cmd
+}
+
+func newRegisterCommand(member *hostFlags) *cobra.Command {
+	var (
+		o      register.Options
+		caData string
+		caFile string
+	)
+	cmd := &cobra.Command{
+		Use:   "register NAME --host URL --token TOKEN [--ca-data BASE64]",
+		Short: "Register the member cluster of --kubeconfig with the host in Pull mode and install its agent",
+		Long: `Register a member cluster in Pull mode: run it with a kubeconfig of the member (--kubeconfig),
+with the command ` + "`kubectl flotilla token create`" + ` printed in the host.
+
+In the host it creates the Cluster NAME (syncMode Pull) with the bootstrap token and exchanges
+the token for the agent's credential, which reaches only the execution namespace karmada-es-NAME
+and the Cluster's own status. In the member it creates the ServiceAccount
+flotilla-system/flotilla-agent with the same least rights a Push join gives the control plane,
+the Secret flotilla-system/flotilla-agent-host with the credential, and the agent's Deployment
+(--no-deployment leaves running the agent to you: bin/agent --kubeconfig ...). The host never
+connects to the member.`,
+		Example: `  kubectl flotilla register edge-1 --host https://host.example.com:6443 --token eyJ... --ca-data LS0t... --region eu-west-1`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			var err error
+			if o.Member, err = member.config(); err != nil {
+				return err
+			}
+			switch {
+			case caData != "":
+				if o.CA, err = base64.StdEncoding.DecodeString(caData); err != nil {
+					return fmt.Errorf("--ca-data is not base64: %w", err)
+				}
+			case caFile != "":
+				if o.CA, err = os.ReadFile(caFile); err != nil {
+					return err
+				}
+			}
+			res, err := register.Register(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "Cluster %s registered in Pull mode (member id %s). The agent's credential expires %s; the agent rotates it.\n",
+				res.Cluster, res.MemberID, res.TokenExpires.UTC().Format(time.RFC3339))
+			if o.NoDeployment {
+				fmt.Fprintf(out, "Run the agent with a kubeconfig of the member's ServiceAccount flotilla-system/flotilla-agent: agent --kubeconfig FILE\n")
+			}
+			fmt.Fprintf(out, "Watch it become ready in the host: kubectl get cluster %s -w\n", res.Cluster)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Host, "host", "", "URL of the host apiserver (required)")
+	f.StringVar(&o.Token, "token", "", "Bootstrap token from `kubectl flotilla token create` (required)")
+	f.StringVar(&caData, "ca-data", "", "Base64 CA bundle of the host apiserver")
+	f.StringVar(&caFile, "ca-file", "", "File with the CA bundle of the host apiserver")
+	f.StringVar(&o.Provider, "provider", "", "Cloud provider of the member (spec.provider)")
+	f.StringVar(&o.Region, "region", "", "Region of the member (spec.region)")
+	f.StringVar(&o.Zone, "zone", "", "Zone of the member (spec.zones)")
+	f.StringVar(&o.Image, "image", register.DefaultImage, "Image of the agent")
+	f.BoolVar(&o.NoDeployment, "no-deployment", false, "Do not install the agent's Deployment: run the agent yourself")
+	f.DurationVar(&o.TokenExpiration, "token-expiration", agent.DefaultTokenExpiration, "Lifetime of the agent's first credential")
+	f.DurationVar(&o.Timeout, "timeout", register.DefaultTimeout, "How long to wait for the host")
+	_ = cmd.MarkFlagRequired("host")
+	_ = cmd.MarkFlagRequired("token")
+	return cmd
+}
+
+func newUnregisterCommand(member *hostFlags) *cobra.Command {
+	var (
+		o                           register.UnregisterOptions
+		hostKubeconfig, hostContext string
+	)
+	cmd := &cobra.Command{
+		Use:   "unregister NAME [--host-kubeconfig FILE]",
+		Short: "Remove a Pull member cluster: its Cluster in the host, then its agent in the member (--kubeconfig)",
+		Long: `Unregister a Pull member cluster; run it with a kubeconfig of the member (--kubeconfig).
+
+With --host-kubeconfig it deletes the Cluster in the host and waits for it to go (the agent,
+still running, removes what was propagated to the member). Without it, the Cluster must be gone
+already. Then it removes everything register made in the member.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			var err error
+			if o.Member, err = member.config(); err != nil {
+				return err
+			}
+			if hostKubeconfig != "" {
+				if o.Host, err = join.LoadKubeconfig(hostKubeconfig, hostContext); err != nil {
+					return err
+				}
+			}
+			removed, err := register.Unregister(cmd.Context(), o)
+			for _, r := range removed {
+				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", r)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Cluster %s unregistered.\n", o.Name)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&hostKubeconfig, "host-kubeconfig", "", "Kubeconfig of the host, to delete the Cluster there")
+	cmd.Flags().StringVar(&hostContext, "host-context", "", "Context of the host kubeconfig")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", register.DefaultTimeout, "How long to wait for the Cluster to go")
+	return cmd
+}

@@ -1,0 +1,202 @@
+package register
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/controllers/agent"
+	"github.com/flotilla-io/flotilla/internal/agentauth"
+	"github.com/flotilla-io/flotilla/internal/join"
+)
+
+const (
+	// DefaultImage is the agent's image.
+	DefaultImage = "ghcr.io/flotilla-io/flotilla-agent:latest"
+	// DefaultTimeout bounds the wait for the host to make the agent's identity.
+	DefaultTimeout = 2 * time.Minute
+	// Deployment names the agent's Deployment in the member.
+	Deployment = "flotilla-agent"
+)
+
+// Options say what to register and how.
+type Options struct {
+	// Name of the Cluster in the host.
+	Name string
+	// Host is the host's address, Token a bootstrap token and CA the host's CA bundle (none:
+	// the system's).
+	Host, Token string
+	CA          []byte
+	// Member is an admin REST config of the member.
+	Member *rest.Config
+	// Provider, Region and Zone describe where the member runs.
+	Provider, Region, Zone string
+	// Image is the agent's image; NoDeployment leaves the agent for the caller to run (out of
+	// cluster, say, as the local fleet does).
+	Image        string
+	NoDeployment bool
+	// TokenExpiration is the lifetime asked for the agent's first credential.
+	TokenExpiration time.Duration
+	// Timeout bounds the wait for the host; default DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Result is what Register did.
+type Result struct {
+	Cluster      string
+	MemberID     string
+	TokenExpires time.Time
+}
+
+// Register registers the member as a Pull Cluster and installs its agent.
+func Register(ctx context.Context, o Options) (*Result, error) {
+	if err := join.ValidateName(o.Name); err != nil {
+		return nil, err
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.TokenExpiration <= 0 {
+		o.TokenExpiration = agent.DefaultTokenExpiration
+	}
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	id, err := TokenID(o.Token)
+	if err != nil {
+		return nil, err
+	}
+	scheme := flotillascheme.New()
+	host, err := client.New(&rest.Config{Host: o.Host, BearerToken: o.Token, TLSClientConfig: rest.TLSClientConfig{CAData: o.CA}, Timeout: 30 * time.Second},
+		client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("host: %w", err)
+	}
+	member, err := client.New(o.Member, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("member: %w", err)
+	}
+	ns := &corev1.Namespace{}
+	if err := member.Get(ctx, types.NamespacedName{Name: metav1.NamespaceSystem}, ns); err != nil {
+		return nil, fmt.Errorf("read the member's kube-system namespace (register needs cluster-admin in the member): %w", err)
+	}
+	memberID := string(ns.UID)
+
+	cluster := &clusterv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Annotations: map[string]string{agentauth.BootstrapTokenAnnotation: id}},
+		Spec: clusterv1alpha1.ClusterSpec{ID: memberID, SyncMode: clusterv1alpha1.Pull, APIEndpoint: o.Member.Host,
+			Provider: o.Provider, Region: o.Region},
+	}
+	if o.Zone != "" {
+		cluster.Spec.Zones = []string{o.Zone}
+	}
+	switch err := host.Create(ctx, cluster); {
+	case apierrors.IsAlreadyExists(err):
+		// A second run after a partial failure: the exchange below succeeds only if this
+		// token registered it.
+	case apierrors.IsUnauthorized(err):
+		return nil, fmt.Errorf("the host at %s rejected the bootstrap token (401): it has expired or was deleted; run `kubectl flotilla token create` in the host for a new one", o.Host)
+	case err != nil:
+		return nil, fmt.Errorf("create Cluster %s in the host: %w", o.Name, err)
+	}
+
+	// The host's cluster controller makes the agent's identity and binds this token to the
+	// exchange; until then the token request is forbidden.
+	var token string
+	var issued, expires time.Time
+	var lastErr error
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, o.Timeout, true, func(ctx context.Context) (bool, error) {
+		token, issued, expires, lastErr = agent.RequestToken(ctx, host, o.Name, o.TokenExpiration, time.Now())
+		if apierrors.IsForbidden(lastErr) || apierrors.IsNotFound(lastErr) {
+			return false, nil
+		}
+		return lastErr == nil, lastErr
+	})
+	if err != nil {
+		if lastErr != nil && (apierrors.IsForbidden(lastErr) || apierrors.IsNotFound(lastErr)) {
+			return nil, fmt.Errorf("the host did not let this token fetch the agent's credential within %s (%v): is the Flotilla manager running, "+
+				"and was Cluster %s registered with this token? Its agent may already have started (then the exchange is closed): unregister and register again",
+				o.Timeout, lastErr, o.Name)
+		}
+		return nil, fmt.Errorf("fetch the agent's credential: %w", errors.Join(err, lastErr))
+	}
+
+	// The member side: the agent's identity with the rights a Push join gives the control
+	// plane, its host credential, and the agent.
+	labels := map[string]string{wellknown.JoinedClusterLabel: o.Name}
+	explain := func(err error, what string) error { return fmt.Errorf("%s in the member: %w", what, err) }
+	if err := join.GrantMemberAccess(ctx, member, agentauth.AgentServiceAccount, labels, false, explain); err != nil {
+		return nil, err
+	}
+	cred := &agent.Credential{Cluster: o.Name, Server: o.Host, CA: o.CA, Token: token, Issued: issued, Expires: expires}
+	if err := agent.ApplySecret(ctx, member, cred.Secret(types.NamespacedName{Namespace: agentauth.SystemNamespace, Name: agentauth.HostSecret}), FieldManager); err != nil {
+		return nil, fmt.Errorf("write the agent's host credential in the member: %w", err)
+	}
+	if !o.NoDeployment {
+		if err := apply(ctx, member, AgentDeployment(o.Image, labels)); err != nil {
+			return nil, fmt.Errorf("install the agent in the member: %w", err)
+		}
+	}
+	return &Result{Cluster: o.Name, MemberID: memberID, TokenExpires: expires}, nil
+}
+
+// AgentDeployment is the agent's Deployment in the member.
+func AgentDeployment(image string, labels map[string]string) *appsv1.Deployment {
+	selector := map[string]string{"app.kubernetes.io/name": "flotilla-agent"}
+	podLabels := map[string]string{}
+	for k, v := range selector {
+		podLabels[k] = v
+	}
+	for k, v := range labels {
+		podLabels[k] = v
+	}
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: Deployment, Namespace: agentauth.SystemNamespace, Labels: podLabels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: agentauth.AgentServiceAccount,
+					SecurityContext:    &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+					Containers: []corev1.Container{{
+						Name: "agent", Image: image, Args: []string{"--leader-elect", "--token-dir=/var/run/flotilla"},
+						Ports:          []corev1.ContainerPort{{Name: "metrics", ContainerPort: 8080}, {Name: "probes", ContainerPort: 8081}},
+						LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstrFromString("probes")}}},
+						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstrFromString("probes")}}},
+						Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{corev1.ResourceCPU: resourceQuantity("50m"), corev1.ResourceMemory: resourceQuantity("64Mi")},
+							Limits:   corev1.ResourceList{corev1.ResourceMemory: resourceQuantity("256Mi")},
+						},
+						SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/flotilla"}},
+					}},
+					Volumes: []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}},
+				},
+			},
+		},
+	}
+}
+
+func intstrFromString(s string) intstr.IntOrString { return intstr.FromString(s) }
+
+func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
