@@ -1,0 +1,287 @@
+package agent_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/agent"
+	"github.com/flotilla-io/flotilla/internal/agentauth"
+	"github.com/flotilla-io/flotilla/internal/register"
+	"github.com/flotilla-io/flotilla/test/e2e/framework"
+)
+
+const (
+	pulled = "member1"
+	ns     = "pull-app"
+)
+
+var _ = Describe("The Pull agent", Ordered, func() {
+	var (
+		running    *framework.Agent
+		kubeconfig string
+		dir        string
+		member     client.Client
+	)
+	startAgent := func(ctx context.Context) {
+		var err error
+		running, err = framework.StartAgent(ctx, kubeconfig, GinkgoWriter, "--heartbeat-interval", heartbeat.String(),
+			"--failure-threshold", strconv.Itoa(failureThreshold), "--cluster-status-interval", "2s", "--credential-check-interval", "500ms", "--identity", "suite")
+		Expect(err).NotTo(HaveOccurred())
+	}
+	ready := func(ctx context.Context) metav1.ConditionStatus {
+		c := &clusterv1alpha1.Cluster{}
+		if err := env.Host.Get(ctx, types.NamespacedName{Name: pulled}, c); err != nil {
+			return ""
+		}
+		if cond := meta.FindStatusCondition(c.Status.Conditions, wellknown.ClusterConditionReady); cond != nil {
+			return cond.Status
+		}
+		return ""
+	}
+	memberData := func(ctx context.Context) map[string]string {
+		cm := &corev1.ConfigMap{}
+		if err := member.Get(ctx, types.NamespacedName{Namespace: ns, Name: "settings"}, cm); err != nil {
+			return nil
+		}
+		return cm.Data
+	}
+
+	BeforeAll(func(ctx context.Context) {
+		member = env.Members[pulled]
+		var err error
+		dir, err = os.MkdirTemp("", "flotilla-agent-suite-")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(os.RemoveAll, dir)
+		// The agent runs across specs: stopped with the container, not with a spec.
+		DeferCleanup(func() {
+			if running != nil {
+				running.Kill()
+			}
+		})
+	})
+
+	It("registers with a bootstrap token; the host makes the agent's identity and never gets member credentials", func(ctx context.Context) {
+		res, err := env.Register(ctx, pulled)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.MemberID).NotTo(BeEmpty())
+		c := &clusterv1alpha1.Cluster{}
+		Expect(env.Host.Get(ctx, types.NamespacedName{Name: pulled}, c)).To(Succeed())
+		Expect(c.Spec.SyncMode).To(Equal(clusterv1alpha1.Pull))
+		Expect(c.Spec.SecretRef).To(BeNil())
+		Expect(c.Annotations).To(HaveKey(agentauth.HostIDAnnotation))
+		Expect(env.Host.Get(ctx, types.NamespacedName{Name: agentauth.AgentClusterRoleName(pulled)}, &rbacv1.ClusterRole{})).To(Succeed())
+		// The member holds the agent's credential; the host holds none of the member's.
+		s := &corev1.Secret{}
+		Expect(member.Get(ctx, types.NamespacedName{Namespace: agentauth.SystemNamespace, Name: agentauth.HostSecret}, s)).To(Succeed())
+		Expect(s.Data[agentauth.SecretKeyToken]).NotTo(BeEmpty())
+		secrets := &corev1.SecretList{}
+		Expect(env.Host.List(ctx, secrets, client.InNamespace(wellknown.SystemNamespace), client.MatchingLabels{wellknown.JoinedClusterLabel: pulled})).To(Succeed())
+		Expect(secrets.Items).To(BeEmpty())
+
+		kubeconfig, err = env.AgentKubeconfig(ctx, pulled, dir)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("reports Ready and the member's status, and closes the token exchange once it runs", func(ctx context.Context) {
+		Expect(ready(ctx)).NotTo(Equal(metav1.ConditionTrue), "no agent yet")
+		startAgent(ctx)
+		Eventually(ready).WithContext(ctx).Should(Equal(metav1.ConditionTrue))
+		c := &clusterv1alpha1.Cluster{}
+		Eventually(func(g Gomega) {
+			g.Expect(env.Host.Get(ctx, types.NamespacedName{Name: pulled}, c)).To(Succeed())
+			g.Expect(c.Status.KubernetesVersion).NotTo(BeEmpty())
+			g.Expect(c.Status.APIEnablements).NotTo(BeEmpty())
+		}).WithContext(ctx).Should(Succeed())
+		Eventually(func() bool {
+			err := env.Host.Get(ctx, types.NamespacedName{Namespace: wellknown.ExecutionNamespace(pulled), Name: agentauth.ExchangeRoleBinding}, &rbacv1.RoleBinding{})
+			return apierrors.IsNotFound(err)
+		}).WithContext(ctx).Should(BeTrue())
+	})
+
+	It("applies what policies place on the member, with the status coming back, and repairs drift", func(ctx context.Context) {
+		Expect(env.Host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+			Labels: map[string]string{wellknown.PropagationLabel: wellknown.PropagationEnabled}}})).To(Succeed())
+		Expect(env.Host.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"},
+			Data: map[string]string{"mode": "pull"}})).To(Succeed())
+		Expect(env.Host.Create(ctx, &policyv1alpha1.PropagationPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"},
+			Spec: policyv1alpha1.PropagationSpec{
+				ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: "settings"}},
+				Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{pulled}}},
+			},
+		})).To(Succeed())
+		Eventually(memberData).WithContext(ctx).Should(HaveKeyWithValue("mode", "pull"))
+
+		works := &workv1alpha1.WorkList{}
+		applied := func(g Gomega) {
+			g.Expect(env.Host.List(ctx, works, client.InNamespace(wellknown.ExecutionNamespace(pulled)))).To(Succeed())
+			g.Expect(works.Items).To(HaveLen(1))
+			cond := meta.FindStatusCondition(works.Items[0].Status.Conditions, wellknown.WorkConditionApplied)
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), cond.Message)
+			g.Expect(works.Items[0].Status.ManifestStatuses).To(HaveLen(1))
+		}
+		Eventually(applied).WithContext(ctx).Should(Succeed())
+		// The host's own execution controller leaves the Work to the agent.
+		Consistently(applied).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
+
+		cm := &corev1.ConfigMap{}
+		Expect(member.Get(ctx, types.NamespacedName{Namespace: ns, Name: "settings"}, cm)).To(Succeed())
+		Expect(cm.Labels).To(HaveKeyWithValue(wellknown.ManagedLabel, wellknown.ManagedLabelValue))
+		cm.Data["mode"] = "edited by hand"
+		Expect(member.Update(ctx, cm)).To(Succeed())
+		Eventually(memberData).WithContext(ctx).Should(HaveKeyWithValue("mode", "pull"))
+	})
+
+	It("can do nothing else in the host with its credential", func(ctx context.Context) {
+		s := &corev1.Secret{}
+		Expect(member.Get(ctx, types.NamespacedName{Namespace: agentauth.SystemNamespace, Name: agentauth.HostSecret}, s)).To(Succeed())
+		cred, err := agent.CredentialFromSecret(s)
+		Expect(err).NotTo(HaveOccurred())
+		as := hostClient(cred.Server, cred.Token, cred.CA)
+
+		// Another member's execution namespace and Cluster: a second Pull Cluster with no agent.
+		Expect(env.Host.Create(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "other"},
+			Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull}})).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(env.Host.Delete(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "other"}}))).To(Succeed())
+		})
+		otherNS := wellknown.ExecutionNamespace("other")
+		Eventually(func() error {
+			return env.Host.Get(ctx, types.NamespacedName{Name: otherNS}, &corev1.Namespace{})
+		}).WithContext(ctx).Should(Succeed())
+
+		forbidden := map[string]error{
+			"list Works of another member":       as.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace(otherNS)),
+			"list Works of every namespace":      as.List(ctx, &workv1alpha1.WorkList{}),
+			"read another Cluster":               as.Get(ctx, types.NamespacedName{Name: "other"}, &clusterv1alpha1.Cluster{}),
+			"list Clusters":                      as.List(ctx, &clusterv1alpha1.ClusterList{}),
+			"read Secrets in its own namespace":  as.List(ctx, &corev1.SecretList{}, client.InNamespace(wellknown.ExecutionNamespace(pulled))),
+			"read the host's Secrets":            as.List(ctx, &corev1.SecretList{}, client.InNamespace(wellknown.SystemNamespace)),
+			"read PropagationPolicies":           as.List(ctx, &policyv1alpha1.PropagationPolicyList{}, client.InNamespace(ns)),
+			"read ClusterPropagationPolicies":    as.List(ctx, &policyv1alpha1.ClusterPropagationPolicyList{}),
+			"read the templates":                 as.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns)),
+			"write its Cluster's spec":           as.Patch(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: pulled}}, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"taints":[]}}`))),
+			"write another Cluster's status":     as.Status().Patch(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, client.RawPatch(types.MergePatchType, []byte(`{"status":{"kubernetesVersion":"x"}}`))),
+			"create Works":                       as.Create(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: wellknown.ExecutionNamespace(pulled), Name: "forged"}}),
+			"read another member's Lease":        as.Get(ctx, types.NamespacedName{Namespace: otherNS, Name: agentauth.HeartbeatLease}, &coordinationv1.Lease{}),
+			"ask for a token of another account": requestToken(ctx, as, wellknown.SystemNamespace, "flotilla-manager"),
+		}
+		for what, err := range forbidden {
+			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want 403 Forbidden, got %v", what, err)
+		}
+		// What it needs works.
+		Expect(as.Get(ctx, types.NamespacedName{Name: pulled}, &clusterv1alpha1.Cluster{})).To(Succeed())
+		Expect(as.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace(wellknown.ExecutionNamespace(pulled)))).To(Succeed())
+	})
+
+	It("keeps a bootstrap token to registering a Pull Cluster of its own", func(ctx context.Context) {
+		t, err := register.CreateToken(ctx, env.Fleet.Host.RESTConfig(), register.MinTokenTTL)
+		Expect(err).NotTo(HaveOccurred())
+		as := hostClient(t.Server, t.Token, t.CA)
+		cluster := func(name, annotation string, mode clusterv1alpha1.ClusterSyncMode, secret bool) *clusterv1alpha1.Cluster {
+			c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{agentauth.BootstrapTokenAnnotation: annotation}},
+				Spec: clusterv1alpha1.ClusterSpec{SyncMode: mode}}
+			if secret {
+				c.Spec.SecretRef = &clusterv1alpha1.LocalSecretReference{Namespace: wellknown.SystemNamespace, Name: "anything"}
+			}
+			return c
+		}
+		err = as.Create(ctx, cluster("forged-push", t.ID, clusterv1alpha1.Push, true))
+		Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "a Push Cluster: %v", err)
+		Expect(err.Error()).To(ContainSubstring("Pull"))
+		err = as.Create(ctx, cluster("forged-name", "someone-else", clusterv1alpha1.Pull, false))
+		Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "another token's name: %v", err)
+		Expect(err.Error()).To(ContainSubstring(t.ID))
+		Expect(apierrors.IsForbidden(as.List(ctx, &corev1.SecretList{}, client.InNamespace(wellknown.SystemNamespace)))).To(BeTrue())
+		Expect(apierrors.IsForbidden(as.Get(ctx, types.NamespacedName{Name: pulled}, &clusterv1alpha1.Cluster{}))).To(BeTrue())
+		// Its exchange is for its own Cluster only, and closed once that agent ran.
+		Expect(apierrors.IsForbidden(requestToken(ctx, as, wellknown.ExecutionNamespace(pulled), agentauth.AgentServiceAccount))).To(BeTrue())
+		Expect(register.DeleteToken(ctx, env.Fleet.Host.RESTConfig(), t.ID)).To(Succeed())
+	})
+
+	It("is reported Unknown and tainted when it stops, and Ready again when it comes back", func(ctx context.Context) {
+		running.Kill()
+		Eventually(ready).WithContext(ctx).Should(Equal(metav1.ConditionUnknown))
+		Eventually(func(g Gomega) {
+			c := &clusterv1alpha1.Cluster{}
+			g.Expect(env.Host.Get(ctx, types.NamespacedName{Name: pulled}, c)).To(Succeed())
+			g.Expect(c.Spec.Taints).To(ContainElement(HaveField("Key", wellknown.TaintClusterUnreachable)))
+		}).WithContext(ctx).Should(Succeed())
+		startAgent(ctx)
+		Eventually(ready).WithContext(ctx).Should(Equal(metav1.ConditionTrue))
+		Eventually(func(g Gomega) {
+			c := &clusterv1alpha1.Cluster{}
+			g.Expect(env.Host.Get(ctx, types.NamespacedName{Name: pulled}, c)).To(Succeed())
+			g.Expect(c.Spec.Taints).To(BeEmpty())
+		}).WithContext(ctx).Should(Succeed())
+	})
+
+	It("rotates its credential and goes on working with the new one", func(ctx context.Context) {
+		key := types.NamespacedName{Namespace: agentauth.SystemNamespace, Name: agentauth.HostSecret}
+		s := &corev1.Secret{}
+		Expect(member.Get(ctx, key, s)).To(Succeed())
+		old := string(s.Data[agentauth.SecretKeyToken])
+		// Make the credential look old: four fifths of its lifetime gone.
+		s.Data[agentauth.SecretKeyIssued] = []byte(time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
+		s.Data[agentauth.SecretKeyExpires] = []byte(time.Now().Add(time.Minute).UTC().Format(time.RFC3339))
+		Expect(member.Update(ctx, s)).To(Succeed())
+		Eventually(func() string {
+			_ = member.Get(ctx, key, s)
+			return string(s.Data[agentauth.SecretKeyToken])
+		}).WithContext(ctx).ShouldNot(Equal(old))
+		cred, err := agent.CredentialFromSecret(s)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cred.Expires).To(BeTemporally(">", time.Now().Add(time.Hour)))
+
+		tmpl := &corev1.ConfigMap{}
+		Expect(env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "settings"}, tmpl)).To(Succeed())
+		tmpl.Data["mode"] = "rotated"
+		Expect(env.Host.Update(ctx, tmpl)).To(Succeed())
+		Eventually(memberData).WithContext(ctx).Should(HaveKeyWithValue("mode", "rotated"))
+		Consistently(ready).WithContext(ctx).WithTimeout(3 * time.Second).Should(Equal(metav1.ConditionTrue))
+	})
+
+	It("unregisters: the Cluster goes with what it propagated, then the agent's objects in the member", func(ctx context.Context) {
+		removed, err := register.Unregister(ctx, register.UnregisterOptions{Name: pulled, Member: env.Fleet.Member(pulled).RESTConfig(), Host: env.Fleet.Host.RESTConfig()})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(removed).NotTo(BeEmpty())
+		Expect(memberData(ctx)).To(BeNil(), "the agent removed the propagated ConfigMap before its Cluster went")
+		Expect(apierrors.IsNotFound(member.Get(ctx, types.NamespacedName{Namespace: agentauth.SystemNamespace, Name: agentauth.HostSecret}, &corev1.Secret{}))).To(BeTrue())
+		Expect(apierrors.IsNotFound(member.Get(ctx, types.NamespacedName{Name: agentauth.AgentServiceAccount}, &rbacv1.ClusterRole{}))).To(BeTrue())
+		Expect(apierrors.IsNotFound(env.Host.Get(ctx, types.NamespacedName{Name: agentauth.AgentClusterRoleName(pulled)}, &rbacv1.ClusterRole{}))).To(BeTrue())
+		running.Kill()
+	})
+})
+
+func hostClient(server, token string, ca []byte) client.Client {
+	cl, err := client.New(&rest.Config{Host: server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: ca}},
+		client.Options{Scheme: flotillascheme.New()})
+	Expect(err).NotTo(HaveOccurred())
+	return cl
+}
+
+func requestToken(ctx context.Context, cl client.Client, namespace, name string) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	return cl.SubResource("token").Create(ctx, sa, &authenticationv1.TokenRequest{})
+}

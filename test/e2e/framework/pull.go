@@ -1,0 +1,153 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-io/flotilla/internal/agentauth"
+	"github.com/flotilla-io/flotilla/internal/register"
+)
+
+// Register registers a member in Pull mode as `kubectl flotilla token create` in the host
+// and `kubectl flotilla register --no-deployment` in the member do: the host gets no
+// credentials for the member. Run the agent with StartAgent.
+func (e *Env) Register(ctx context.Context, name string) (*register.Result, error) {
+	m := e.Fleet.Member(name)
+	if m == nil {
+		return nil, fmt.Errorf("no member %q in the fleet", name)
+	}
+	host := e.Fleet.Host.RESTConfig()
+	t, err := register.CreateToken(ctx, host, register.MinTokenTTL)
+	if err != nil {
+		return nil, err
+	}
+	o := register.Options{Name: name, Host: t.Server, Token: t.Token, CA: t.CA, Member: m.RESTConfig(), NoDeployment: true}
+	for i, c := range e.Fleet.Members {
+		if c.Name == name {
+			mo := e.Fleet.MemberOptions[i]
+			o.Provider, o.Region, o.Zone = mo.Provider, mo.Region, mo.Zone
+		}
+	}
+	return register.Register(ctx, o)
+}
+
+// AgentKubeconfig writes, into dir, a kubeconfig of the member as the agent's ServiceAccount
+// flotilla-system/flotilla-agent (the rights register gave it), and returns its path.
+func (e *Env) AgentKubeconfig(ctx context.Context, name, dir string) (string, error) {
+	m := e.Fleet.Member(name)
+	if m == nil {
+		return "", fmt.Errorf("no member %q in the fleet", name)
+	}
+	kube, err := kubernetes.NewForConfig(m.RESTConfig())
+	if err != nil {
+		return "", err
+	}
+	tr, err := kube.CoreV1().ServiceAccounts(agentauth.SystemNamespace).CreateToken(ctx, agentauth.AgentServiceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name+"-agent.kubeconfig")
+	return path, os.WriteFile(path, m.Kubeconfig(agentauth.AgentServiceAccount, tr.Status.Token), 0o600)
+}
+
+var (
+	agentBuild    sync.Once
+	agentBinary   string
+	agentBuildErr error
+)
+
+// BuildAgent builds cmd/agent once per test process and returns the binary's path.
+func BuildAgent(ctx context.Context) (string, error) {
+	agentBuild.Do(func() {
+		dir, err := os.MkdirTemp("", "flotilla-agent-bin-")
+		if err != nil {
+			agentBuildErr = err
+			return
+		}
+		agentBinary = filepath.Join(dir, "agent")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", agentBinary, "./cmd/agent")
+		cmd.Dir = RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			agentBuildErr = fmt.Errorf("go build ./cmd/agent: %w\n%s", err, out)
+		}
+	})
+	return agentBinary, agentBuildErr
+}
+
+// Agent is a Pull agent running as a process of its own.
+type Agent struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	once sync.Once
+}
+
+// StartAgent starts the agent of a registered member (see Register) with the member
+// kubeconfig at kubeconfig, its metrics and probes off, and these extra flags.
+func StartAgent(ctx context.Context, kubeconfig string, log io.Writer, args ...string) (*Agent, error) {
+	bin, err := BuildAgent(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, args...)...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	a := &Agent{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(a.done) }()
+	return a, nil
+}
+
+// Kill SIGKILLs the agent and waits for it to exit.
+func (a *Agent) Kill() {
+	a.once.Do(func() {
+		_ = a.cmd.Process.Kill()
+		<-a.done
+	})
+}
+
+// Stop stops the agent with SIGTERM (it releases its leader Lease), killing it after 10 s.
+func (a *Agent) Stop() {
+	a.once.Do(func() {
+		_ = a.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-a.done:
+		case <-time.After(10 * time.Second):
+			_ = a.cmd.Process.Kill()
+			<-a.done
+		}
+	})
+}
+
+// RSS returns the agent's resident set size and its peak, in KiB, from /proc.
+func (a *Agent) RSS() (current, peak int) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", a.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var v int
+		if n, _ := fmt.Sscanf(line, "VmRSS: %d kB", &v); n == 1 {
+			current = v
+		}
+		if n, _ := fmt.Sscanf(line, "VmHWM: %d kB", &v); n == 1 {
+			peak = v
+		}
+	}
+	return current, peak
+}
