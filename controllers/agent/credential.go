@@ -188,7 +188,6 @@ func (r *rotator) check(ctx context.Context) error {
 	return nil
 }
 
-
 // ApplySecret server-side applies s as owner.
 func ApplySecret(ctx context.Context, cl client.Client, s *corev1.Secret, owner string) error {
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
