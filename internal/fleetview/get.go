@@ -184,9 +184,16 @@ func (h *Host) selectClusters(ctx context.Context, names []string) ([]selected, 
 	return out, nil
 }
 
+// ErrPullMember is returned for a Pull member, which the host cannot read.
+var ErrPullMember = errors.New("not readable from the host")
+
 // MemberConfig builds the REST config of a member from its Cluster and the Secret its
 // secretRef names in the host.
 func (h *Host) MemberConfig(ctx context.Context, c *clusterv1alpha1.Cluster) (*rest.Config, error) {
+	if c.Spec.SyncMode == clusterv1alpha1.Pull {
+		return nil, fmt.Errorf("%w: %s is a Pull member; the host has no credentials for it (its Works and status are in the host: kubectl flotilla status; read the member itself with its own kubeconfig)",
+			ErrPullMember, c.Name)
+	}
 	var secret *corev1.Secret
 	if ref := c.Spec.SecretRef; ref != nil {
 		secret = &corev1.Secret{}

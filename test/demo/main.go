@@ -27,12 +27,14 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -95,9 +97,9 @@ func (d *demo) run(ctx context.Context) error {
 	}{
 		{"Local fleet: a host and three full members (kube-controller-manager, kube-scheduler, kwok nodes)", d.fleetUp},
 		{"Flotilla manager, running against the host", d.manager},
-		{"Join the members with kubectl-flotilla", d.join},
+		{"Join member1 and member3 (Push); register member2 (Pull) with its agent", d.join},
 		{"Scenario weighted-pipy", d.weightedPipy},
-		{"Service discovery: pipy exported from member1 and member2, imported into member3", d.serviceDiscovery},
+		{"Service discovery: pipy exported from member1, imported into member3", d.serviceDiscovery},
 		{"Scenario nginx-override", d.nginxOverride},
 	}
 	for i, s := range steps {
@@ -134,19 +136,29 @@ func (d *demo) manager(ctx context.Context) error {
 	return d.startManager()
 }
 
+// pullMember is the member the demo registers in Pull mode: the host gets no credentials
+// for it, and its agent, running as the member's own ServiceAccount, pulls its Works.
+const pullMember = "member2"
+
 func (d *demo) join(ctx context.Context) error {
 	state, err := localcluster.ReadFleetState(d.dir)
 	if err != nil {
 		return err
 	}
 	for _, c := range state.Members {
+		if c.Name == pullMember {
+			if err := d.register(ctx, c.Name, c.Provider, c.Region, c.Zone); err != nil {
+				return err
+			}
+			continue
+		}
 		args := []string{"join", c.Name, "--cluster-kubeconfig", d.kubeconfig(c.Name), "--kubeconfig", d.kubeconfig("host")}
 		for _, f := range []struct{ flag, v string }{{"--provider", c.Provider}, {"--region", c.Region}, {"--zone", c.Zone}} {
 			if f.v != "" {
 				args = append(args, f.flag, f.v)
 			}
 		}
-		say(d.plugin(args...), "")
+		say(d.plugin(args...), "Push: the host gets a least-privilege credential for the member and applies Works itself")
 		if err := d.sh(ctx, filepath.Join(d.bin, "kubectl-flotilla"), args...); err != nil {
 			return err
 		}
@@ -154,9 +166,92 @@ func (d *demo) join(ctx context.Context) error {
 	if err := d.wait(ctx, "members Ready", d.clustersReady); err != nil {
 		return err
 	}
-	say(d.plugin("get", "clusters"), "READY True for each member, its nodes, CPU and memory")
+	say(d.plugin("get", "clusters"), "MODE Push or Pull, READY True for each member, its nodes, CPU and memory")
 	return d.sh(ctx, filepath.Join(d.bin, "kubectl-flotilla"), "get", "clusters", "--kubeconfig", d.kubeconfig("host"))
 }
+
+// register registers a member in Pull mode the way a platform team would: a bootstrap token
+// made in the host, the register command it prints run against the member, and the agent
+// started with the member credentials register gave it.
+func (d *demo) register(ctx context.Context, name, provider, region, zone string) error {
+	say(d.plugin("token", "create"), "Pull: a short-lived bootstrap token that may only register one Pull cluster")
+	out, err := exec.CommandContext(ctx, filepath.Join(d.bin, "kubectl-flotilla"), "token", "create", "--ttl", "10m", "--kubeconfig", d.kubeconfig("host")).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kubectl-flotilla token create: %w: %s", err, out)
+	}
+	var register []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 3 && f[0] == "kubectl" && f[2] == "register" {
+			register = f[3:]
+		}
+	}
+	if register == nil {
+		return fmt.Errorf("kubectl-flotilla token create printed no register command:\n%s", out)
+	}
+	register[0] = name
+	args := append([]string{"register"}, register...)
+	args = append(args, "--no-deployment", "--kubeconfig", d.kubeconfig(name))
+	for _, f := range []struct{ flag, v string }{{"--provider", provider}, {"--region", region}, {"--zone", zone}} {
+		if f.v != "" {
+			args = append(args, f.flag, f.v)
+		}
+	}
+	shown := append([]string{"register", name, "--host", "...", "--token", "...", "--ca-data", "...", "--no-deployment"}, "--kubeconfig", d.rel(d.kubeconfig(name)))
+	say("kubectl flotilla "+strings.Join(shown, " "), "in the member: the Cluster is created in the host with the token, which is exchanged for the agent's credential (its execution namespace and its own Cluster, nothing else)")
+	if err := d.sh(ctx, filepath.Join(d.bin, "kubectl-flotilla"), args...); err != nil {
+		return err
+	}
+	return d.startAgent(ctx, name)
+}
+
+// startAgent runs bin/agent for a Pull member as the member's ServiceAccount
+// flotilla-system/flotilla-agent (in a real member, register's Deployment runs it).
+func (d *demo) startAgent(ctx context.Context, name string) error {
+	d.stopAgent()
+	kubeconfig := filepath.Join(d.dir, name+"-agent.kubeconfig")
+	if err := d.agentKubeconfig(ctx, name, kubeconfig); err != nil {
+		return err
+	}
+	logf, err := os.Create(filepath.Join(d.dir, "agent.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(filepath.Join(d.bin, "agent"), "--kubeconfig", kubeconfig,
+		"--metrics-bind-address", "127.0.0.1:18090", "--health-probe-bind-address", "127.0.0.1:18091", "--heartbeat-interval", "2s")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	say("bin/agent --kubeconfig "+d.rel(kubeconfig), fmt.Sprintf("the agent of %s (pid %d, log %s): it pulls the Works of karmada-es-%s and reports status",
+		name, cmd.Process.Pid, d.rel(filepath.Join(d.dir, "agent.log")), name))
+	return os.WriteFile(filepath.Join(d.dir, "agent.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
+}
+
+// agentKubeconfig writes a kubeconfig of the member as the agent's ServiceAccount.
+func (d *demo) agentKubeconfig(ctx context.Context, name, path string) error {
+	cfg, err := clientcmd.LoadFromFile(d.kubeconfig(name))
+	if err != nil {
+		return err
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: wellknown.SystemNamespace, Name: "flotilla-agent"}}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](7 * 24 * 3600)}}
+	if err := d.members[name].SubResource("token").Create(ctx, sa, tr); err != nil {
+		return fmt.Errorf("request a token of the agent's ServiceAccount in %s: %w", name, err)
+	}
+	for _, ctxName := range []string{cfg.CurrentContext} {
+		c := cfg.Contexts[ctxName]
+		if c == nil {
+			return fmt.Errorf("kubeconfig of %s has no current context", name)
+		}
+		cfg.AuthInfos = map[string]*clientcmdapi.AuthInfo{"flotilla-agent": {Token: tr.Status.Token}}
+		c.AuthInfo = "flotilla-agent"
+	}
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+func (d *demo) stopAgent() { d.stopPid("agent.pid", "agent") }
 
 // summary prints what each step did and how long it took, the fleet's deployments, and the
 // commands to explore.
@@ -498,8 +593,12 @@ func (d *demo) startManager() error {
 	return os.WriteFile(filepath.Join(d.dir, "manager.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
 }
 
-func (d *demo) stopManager() {
-	data, err := os.ReadFile(filepath.Join(d.dir, "manager.pid"))
+func (d *demo) stopManager() { d.stopPid("manager.pid", "manager") }
+
+// stopPid stops the process whose pid file is in the fleet directory, if it still is the
+// binary named.
+func (d *demo) stopPid(file, binary string) {
+	data, err := os.ReadFile(filepath.Join(d.dir, file))
 	if err != nil {
 		return
 	}
@@ -507,7 +606,7 @@ func (d *demo) stopManager() {
 	if err != nil {
 		return
 	}
-	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err != nil || !strings.Contains(string(cmdline), "manager") {
+	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err != nil || !strings.Contains(string(cmdline), binary) {
 		return // not ours any more
 	}
 	_ = syscall.Kill(pid, syscall.SIGTERM)
@@ -515,10 +614,11 @@ func (d *demo) stopManager() {
 		time.Sleep(100 * time.Millisecond)
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL)
-	_ = os.Remove(filepath.Join(d.dir, "manager.pid"))
+	_ = os.Remove(filepath.Join(d.dir, file))
 }
 
 func (d *demo) down() error {
+	d.stopAgent()
 	d.stopManager()
 	return d.sh(context.Background(), filepath.Join(d.bin, "fleet"), "down", "--dir", d.dir)
 }
