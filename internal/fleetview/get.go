@@ -79,11 +79,12 @@ func (r *GetResult) Failed() int {
 	return failed(r.Members, func(m MemberResult) error { return m.Err })
 }
 
-// failed counts the members whose answer was an error.
+// failed counts the members whose answer was an error. A Pull member, which the host cannot
+// read by design, is reported but does not count.
 func failed[M any](members []M, errOf func(M) error) int {
 	n := 0
 	for _, m := range members {
-		if errOf(m) != nil {
+		if err := errOf(m); err != nil && !errors.Is(err, ErrPullMember) {
 			n++
 		}
 	}
