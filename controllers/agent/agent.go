@@ -229,7 +229,7 @@ func Run(ctx context.Context, o Options) error {
 	hb := &heartbeat{
 		host: mgr.GetClient(), reader: mgr.GetAPIReader(), members: members, name: name, identity: o.Identity,
 		interval: o.HeartbeatInterval, leaseDuration: lease, statusInterval: o.StatusInterval,
-		refresh: make(chan struct{}, 1),
+		refresh: make(chan struct{}, 1), collectedOnce: make(chan struct{}),
 	}
 	if err := (&execution.Reconciler{
 		Client: mgr.GetClient(), Members: members, Recorder: mgr.GetEventRecorder("flotilla-agent"), Interpreter: interp,

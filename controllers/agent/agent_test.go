@@ -105,7 +105,16 @@ var _ = Describe("The Pull agent", Ordered, func() {
 	It("reports Ready and the member's status, and closes the token exchange once it runs", func(ctx context.Context) {
 		Expect(ready(ctx)).NotTo(Equal(metav1.ConditionTrue), "no agent yet")
 		startAgent(ctx)
-		Eventually(ready).WithContext(ctx).Should(Equal(metav1.ConditionTrue))
+		// Never Ready before the member's APIs are known: the scheduler would leave it out.
+		Eventually(func(g Gomega) {
+			c := &clusterv1alpha1.Cluster{}
+			g.Expect(env.Host.Get(ctx, types.NamespacedName{Name: pulled}, c)).To(Succeed())
+			isReady := meta.IsStatusConditionTrue(c.Status.Conditions, wellknown.ClusterConditionReady)
+			if isReady && len(c.Status.APIEnablements) == 0 {
+				StopTrying("the agent reported Ready before the member's APIs").Now()
+			}
+			g.Expect(isReady).To(BeTrue())
+		}).WithContext(ctx).WithPolling(50 * time.Millisecond).Should(Succeed())
 		c := &clusterv1alpha1.Cluster{}
 		Eventually(func(g Gomega) {
 			g.Expect(env.Host.Get(ctx, types.NamespacedName{Name: pulled}, c)).To(Succeed())

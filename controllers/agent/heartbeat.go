@@ -46,6 +46,11 @@ type heartbeat struct {
 	statusInterval time.Duration
 	// refresh asks for a status collection now (the member serves a new kind).
 	refresh chan struct{}
+	// collectedOnce is closed once the first collection found the member's APIs: the
+	// Cluster is not reported at all before, so the scheduler never sees it Ready without
+	// knowing what it serves.
+	collectedOnce chan struct{}
+	once          sync.Once
 
 	mu        sync.Mutex
 	collected clusterstatus.Collected
@@ -66,6 +71,12 @@ func (h *heartbeat) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { h.renewLoop(ctx) })
 	wg.Go(func() { h.collectLoop(ctx) })
+	select {
+	case <-h.collectedOnce:
+	case <-ctx.Done():
+		wg.Wait()
+		return nil
+	}
 	t := time.NewTicker(h.interval)
 	defer t.Stop()
 	for {
@@ -182,7 +193,11 @@ func (h *heartbeat) collect(ctx context.Context) {
 	if found.Nodes != nil {
 		h.collected.Nodes, h.collected.Resources = found.Nodes, found.Resources
 	}
+	complete := h.collected.APIEnablements != nil
 	h.mu.Unlock()
+	if complete {
+		h.once.Do(func() { close(h.collectedOnce) })
+	}
 }
 
 // writeStatus applies the Cluster's status when it differs from what the host has: after a
