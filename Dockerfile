@@ -1,6 +1,7 @@
-# The Flotilla manager image: `make docker-build IMG=...`.
-# The binary is built exactly as `make build` builds bin/manager, statically, and runs on
-# distroless as the unprivileged user 65532.
+# The Flotilla manager image (the default target): `make docker-build IMG=...`; and the Pull
+# mode agent's image (target agent): `make docker-build-agent AGENT_IMG=...`.
+# The binaries are built exactly as `make build` builds bin/manager and bin/agent, statically,
+# and run on distroless as the unprivileged user 65532.
 FROM golang:1.26 AS builder
 ARG TARGETOS
 ARG TARGETARCH
@@ -12,12 +13,21 @@ RUN go mod download
 
 COPY main.go main.go
 COPY api/ api/
+COPY cmd/ cmd/
 COPY controllers/ controllers/
 COPY internal/ internal/
 
 # TARGETOS and TARGETARCH are set by `docker buildx build --platform`; a plain build targets
 # the builder's platform.
-RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -o manager .
+RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -o manager . && \
+    CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -o agent ./cmd/agent
+
+# The Pull mode agent, run in member clusters (`kubectl flotilla register --image ...`).
+FROM gcr.io/distroless/static:nonroot AS agent
+WORKDIR /
+COPY --from=builder /workspace/agent .
+USER 65532:65532
+ENTRYPOINT ["/agent"]
 
 FROM gcr.io/distroless/static:nonroot
 WORKDIR /

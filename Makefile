@@ -123,6 +123,8 @@ $(CONTROLLER_GEN):
 
 # The manager image that build-installer and docker-build use.
 IMG ?= ghcr.io/flotilla-io/flotilla:latest
+# AGENT_IMG is the Pull mode agent's image (config/agent, `kubectl flotilla register --image`).
+AGENT_IMG ?= ghcr.io/flotilla-io/flotilla-agent:latest
 # The operator version of the OLM bundle; its CSV is flotilla.v$(VERSION) and runs
 # $(BUNDLE_MANAGER_IMG).
 VERSION ?= 0.1.0
@@ -162,6 +164,10 @@ verify: verify-deploy
 .PHONY: docker-build
 docker-build: ## Build the manager image IMG (needs a container engine; not run in CI).
 	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: docker-build-agent
+docker-build-agent: ## Build the Pull mode agent's image AGENT_IMG (needs a container engine; not run in CI).
+	$(CONTAINER_TOOL) build --target agent -t $(AGENT_IMG) .
 
 .PHONY: docker-push
 docker-push: ## Push the manager image IMG.

@@ -1,7 +1,11 @@
 package join
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-io/flotilla/api/wellknown"
 )
 
 // ClusterAdminRole is the ClusterRole bound instead of the member role with
@@ -28,4 +32,19 @@ func MemberRules() []rbacv1.PolicyRule {
 			Verbs:           []string{"get"},
 		},
 	}
+}
+
+// MemberAccessObjects are the ServiceAccount flotilla-system/<access>, and the ClusterRole and
+// ClusterRoleBinding <access> with MemberRules, that GrantMemberAccess applies (without
+// cluster-admin): for rendering them as manifests.
+func MemberAccessObjects(access string, labels map[string]string) (*corev1.ServiceAccount, *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding) {
+	sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: metav1.ObjectMeta{Name: access, Namespace: wellknown.SystemNamespace, Labels: labels}}
+	cr := &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: access, Labels: labels}, Rules: MemberRules()}
+	crb := &rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: access, Labels: labels},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: access},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: access, Namespace: wellknown.SystemNamespace}}}
+	return sa, cr, crb
 }

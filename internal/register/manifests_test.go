@@ -1,0 +1,59 @@
+package register
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-io/flotilla/internal/agentauth"
+	"github.com/flotilla-io/flotilla/internal/join"
+)
+
+// config/agent/agent.yaml is what register installs in a member, for those who install the
+// agent with kustomize instead (they write the credential Secret themselves). It must say what
+// the code says. UPDATE_GOLDEN=1 rewrites it.
+func TestAgentManifestsShipped(t *testing.T) {
+	sa, cr, crb := join.MemberAccessObjects(agentauth.AgentServiceAccount, nil)
+	var out bytes.Buffer
+	out.WriteString("# The Pull mode agent in a member cluster, as `kubectl flotilla register` installs it\n" +
+		"# (internal/register): generated, do not edit. Regenerate with: UPDATE_GOLDEN=1 go test ./internal/register/\n" +
+		"# It needs the Secret flotilla-system/flotilla-agent-host (keys cluster, server, token, caBundle),\n" +
+		"# which register writes.\n")
+	for _, obj := range []any{sa, cr, crb, AgentDeployment(DefaultImage, nil)} {
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.WriteString("---\n")
+		out.Write(bytes.ReplaceAll(b, []byte("  creationTimestamp: null\n"), nil))
+	}
+	path := filepath.Join("..", "..", "config", "agent", "agent.yaml")
+	if os.Getenv("UPDATE_GOLDEN") != "" {
+		if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	have, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(have, out.Bytes()) {
+		t.Errorf("%s is stale: run UPDATE_GOLDEN=1 go test ./internal/register/", path)
+	}
+}
+
+func TestTokenID(t *testing.T) {
+	for _, bad := range []string{"", "abc", "a.b.c", "a.eyJzdWIiOiJhZG1pbiJ9.c"} {
+		if _, err := TokenID(bad); err == nil {
+			t.Errorf("TokenID(%q): want an error", bad)
+		}
+	}
+	// {"sub":"system:serviceaccount:flotilla-system:flotilla-bootstrap-abc123"}
+	tok := "x.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6ZmxvdGlsbGEtc3lzdGVtOmZsb3RpbGxhLWJvb3RzdHJhcC1hYmMxMjMifQ.y"
+	if id, err := TokenID(tok); err != nil || id != "abc123" {
+		t.Errorf("TokenID = %q, %v; want abc123", id, err)
+	}
+}
