@@ -266,4 +266,3 @@ func percentile(ds []time.Duration, p int) time.Duration {
 	}
 	return s[i].Round(time.Millisecond)
 }
-
