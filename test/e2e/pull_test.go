@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,12 +34,13 @@ import (
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
 )
 
-// The mixed fleet: member1 and member2 stay Push; member3 is unjoined and registered in Pull
-// mode, so the host has no credentials for it, and its agent runs as a process of its own with
-// the member rights register gave it. At the end member3 is joined in Push mode again for the
-// other specs.
+// The mixed fleet, as in the demo: member1 and member3 stay Push; member2 is unjoined and
+// registered in Pull mode, so the host has no credentials for it, and its agent runs as a
+// process of its own with the member rights register gave it. At the end member2 is joined in
+// Push mode again for the other specs.
 var _ = Describe("Pull mode: a mixed fleet of two Push members and one Pull member", Ordered, func() {
-	const pulled = "member3"
+	const pulled = "member2"
+	all := []string{"member1", "member2", "member3"}
 	var agent *framework.Agent
 	var agentKubeconfig string
 
@@ -70,7 +73,7 @@ var _ = Describe("Pull mode: a mixed fleet of two Push members and one Pull memb
 		agentKubeconfig, err = env.AgentKubeconfig(ctx, pulled, dir)
 		Expect(err).NotTo(HaveOccurred())
 		startAgent(ctx)
-		framework.EventuallyClustersReady(ctx, env.Host, "member1", "member2", pulled)
+		framework.EventuallyClustersReady(ctx, env.Host, "member1", "member2", "member3")
 		c := &clusterv1alpha1.Cluster{}
 		Expect(env.Host.Get(ctx, types.NamespacedName{Name: pulled}, c)).To(Succeed())
 		Expect(c.Spec.SyncMode).To(Equal(clusterv1alpha1.Pull))
@@ -81,6 +84,63 @@ var _ = Describe("Pull mode: a mixed fleet of two Push members and one Pull memb
 			g.Expect(c.Status.NodeSummary.ReadyNum).To(BeNumerically(">", 0), "the agent reports the member's nodes")
 		}).WithContext(ctx).Should(Succeed())
 	}, NodeTimeout(5*time.Minute))
+
+	It("plays both seed scenarios, the Pull member taking its share", func(ctx context.Context) {
+		ns := templateNamespace(ctx, "e2e-pull-scenarios")
+		apply := func(parts ...string) {
+			data, err := os.ReadFile(scenario(parts...))
+			Expect(err).NotTo(HaveOccurred())
+			path := filepath.Join(GinkgoT().TempDir(), filepath.Base(scenario(parts...)))
+			Expect(os.WriteFile(path, []byte(strings.ReplaceAll(string(data), "namespace: default", "namespace: "+ns)), 0o600)).To(Succeed())
+			Expect(framework.Apply(ctx, env.Host, path)).To(Succeed())
+		}
+		// weighted-pipy: two of three get 1 replica, then 1/1/1 after scaling to 3; the Service
+		// reaches all three.
+		apply("weighted-pipy", "app.yaml")
+		apply("weighted-pipy", "policy.yaml")
+		Eventually(func(g Gomega) {
+			var ones int
+			for _, r := range env.DeploymentReplicas(ctx, ns, "pipy") {
+				if r.Spec == 1 && r.Ready == 1 {
+					ones++
+				}
+			}
+			g.Expect(ones).To(Equal(2))
+		}).WithContext(ctx).Should(Succeed())
+		tmpl := &appsv1.Deployment{}
+		Expect(env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pipy"}, tmpl)).To(Succeed())
+		tmpl.Spec.Replicas = ptr.To[int32](3)
+		Expect(env.Host.Update(ctx, tmpl)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := env.DeploymentReplicas(ctx, ns, "pipy")
+			for _, m := range all {
+				g.Expect(got[m]).To(Equal(framework.Replicas{Spec: 1, Ready: 1}), "replicas per member: %v", got)
+			}
+			g.Expect(env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pipy"}, tmpl)).To(Succeed())
+			g.Expect(tmpl.Status.ReadyReplicas).To(BeEquivalentTo(3))
+		}).WithContext(ctx).Should(Succeed())
+		for _, m := range all {
+			Eventually(func() error {
+				return env.Members[m].Get(ctx, types.NamespacedName{Namespace: ns, Name: "pipy"}, &corev1.Service{})
+			}).WithContext(ctx).Should(Succeed(), "Service pipy on %s", m)
+		}
+		// nginx-override: 1/1 on member1 and member2 (Pull), the override on member1 only.
+		apply("nginx-override", "all.yaml")
+		Eventually(func(g Gomega) {
+			got := env.DeploymentReplicas(ctx, ns, "nginx")
+			g.Expect(got).To(Equal(map[string]framework.Replicas{
+				"member1": {Spec: 1, Ready: 1}, "member2": {Spec: 1, Ready: 1}, "member3": {Spec: -1, Ready: -1},
+			}))
+		}).WithContext(ctx).Should(Succeed())
+		d1, d2 := &appsv1.Deployment{}, &appsv1.Deployment{}
+		key := types.NamespacedName{Namespace: ns, Name: "nginx"}
+		Expect(env.Members["member1"].Get(ctx, key, d1)).To(Succeed())
+		Expect(env.Members[pulled].Get(ctx, key, d2)).To(Succeed())
+		Expect(d1.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example.internal/library/nginx:1.27"))
+		Expect(d2.Spec.Template.Spec.Containers[0].Image).To(Equal("docker.io/library/nginx:1.27"))
+		Expect(d2.Labels).NotTo(HaveKey("site"))
+		Eventually(bindingConditionsTrue(ctx, ns, "nginx-deployment")).WithContext(ctx).Should(Succeed())
+	})
 
 	It("divides a Deployment over all three; the Pull member runs its share and its status comes back", func(ctx context.Context) {
 		ns := templateNamespace(ctx, "e2e-pull-app")
@@ -94,7 +154,7 @@ var _ = Describe("Pull mode: a mixed fleet of two Push members and one Pull memb
 			Spec: policyv1alpha1.PropagationSpec{
 				ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
 				Placement: policyv1alpha1.Placement{
-					ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1", "member2", pulled}},
+					ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: all},
 					ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
 						ReplicaSchedulingType:     policyv1alpha1.ReplicaSchedulingTypeDivided,
 						ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceWeighted,
@@ -104,7 +164,7 @@ var _ = Describe("Pull mode: a mixed fleet of two Push members and one Pull memb
 		Expect(env.Host.Create(ctx, pp)).To(Succeed())
 		Eventually(func(g Gomega) {
 			got := env.DeploymentReplicas(ctx, ns, "web")
-			for _, m := range []string{"member1", "member2", pulled} {
+			for _, m := range []string{"member1", "member2", "member3"} {
 				g.Expect(got[m]).To(Equal(framework.Replicas{Spec: 1, Ready: 1}), "replicas per member: %v", got)
 			}
 		}).WithContext(ctx).Should(Succeed())
@@ -118,12 +178,12 @@ var _ = Describe("Pull mode: a mixed fleet of two Push members and one Pull memb
 
 	It("applies Works to the Pull member about as fast as to the Push members", func(ctx context.Context) {
 		ns := templateNamespace(ctx, "e2e-pull-latency")
-		Expect(env.Host.Create(ctx, policyTo(ns, "all", false, "member1", "member2", pulled))).To(Succeed())
+		Expect(env.Host.Create(ctx, policyTo(ns, "all", false, "member1", "member2", "member3"))).To(Succeed())
 		seen := newFirstSeen()
 		stop := make(chan struct{})
 		defer close(stop)
 		watchWorks(ctx, ns, seen, stop)
-		for _, m := range []string{"member1", "member2", pulled} {
+		for _, m := range []string{"member1", "member2", "member3"} {
 			watchMemberConfigMaps(m, ns, seen, stop)
 		}
 		const n = 20
@@ -131,18 +191,18 @@ var _ = Describe("Pull mode: a mixed fleet of two Push members and one Pull memb
 			Expect(env.Host.Create(ctx, configMap(ns, fmt.Sprintf("cm-%d", i), "v"))).To(Succeed())
 			time.Sleep(150 * time.Millisecond)
 		}
-		expectExactlyOnce(ctx, ns, n, "member1", "member2", pulled)
+		expectExactlyOnce(ctx, ns, n, "member1", "member2", "member3")
 		lat := map[string][]time.Duration{}
 		for i := range n {
 			name := fmt.Sprintf("cm-%d", i)
-			for _, m := range []string{"member1", "member2", pulled} {
+			for _, m := range []string{"member1", "member2", "member3"} {
 				w, ok1 := seen.get("work/" + m + "/" + name)
 				o, ok2 := seen.get("member/" + m + "/" + name)
 				Expect(ok1 && ok2).To(BeTrue(), "%s in %s: work seen %v, member object seen %v", name, m, ok1, ok2)
 				lat[m] = append(lat[m], o.Sub(w))
 			}
 		}
-		for _, m := range []string{"member1", "member2", pulled} {
+		for _, m := range []string{"member1", "member2", "member3"} {
 			mode := "Push"
 			if m == pulled {
 				mode = "Pull"
@@ -158,7 +218,7 @@ var _ = Describe("Pull mode: a mixed fleet of two Push members and one Pull memb
 
 	It("loses nothing when the agent is SIGKILLed and the host apiserver restarts mid-propagation", func(ctx context.Context) {
 		ns := templateNamespace(ctx, "e2e-pull-restart")
-		Expect(env.Host.Create(ctx, policyTo(ns, "all", false, "member1", "member2", pulled))).To(Succeed())
+		Expect(env.Host.Create(ctx, policyTo(ns, "all", false, "member1", "member2", "member3"))).To(Succeed())
 		const n = 30
 		for i := range n / 2 {
 			Expect(env.Host.Create(ctx, configMap(ns, fmt.Sprintf("cm-%d", i), "v"))).To(Succeed())
@@ -180,8 +240,8 @@ var _ = Describe("Pull mode: a mixed fleet of two Push members and one Pull memb
 			}).WithContext(ctx).Should(Succeed())
 		}
 		startAgent(ctx)
-		expectExactlyOnce(ctx, ns, n, "member1", "member2", pulled)
-		framework.EventuallyClustersReady(ctx, env.Host, "member1", "member2", pulled)
+		expectExactlyOnce(ctx, ns, n, "member1", "member2", "member3")
+		framework.EventuallyClustersReady(ctx, env.Host, "member1", "member2", "member3")
 	})
 })
 
