@@ -33,6 +33,7 @@ import (
 
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/controllers"
+	"github.com/flotilla-io/flotilla/internal/hostmetrics"
 )
 
 // options are the manager's flags. README.md has the table of them.
@@ -98,7 +99,8 @@ func main() {
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	// hostmetrics.Logger lets the host request counter name the controller of each request.
+	ctrl.SetLogger(hostmetrics.Logger(zap.New(zap.UseFlagOptions(&zapOpts))))
 	log := ctrl.Log.WithName("setup")
 
 	cfg, err := ctrl.GetConfig()
@@ -117,6 +119,7 @@ func run(cfg *rest.Config, o options) error {
 	ctx := ctrl.SetupSignalHandler()
 	cfg.QPS = float32(o.kubeAPIQPS)
 	cfg.Burst = o.kubeAPIBurst
+	hostmetrics.Instrument(cfg)
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  flotillascheme.New(),
