@@ -2,9 +2,12 @@ package detector
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -157,6 +160,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 	}
 	r.waiting.Delete(key)
 
+	prev := claimOf(tmpl)
 	if err := r.claim(ctx, tmpl, p); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -172,7 +176,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 			"Cannot apply %s: %v", p, err)
 		return ctrl.Result{}, err
 	}
-	if changed {
+	// Success is an event only when the template changes policy: a first claim is told by
+	// the binding's FullyApplied event (one success event per propagation, not one per stage).
+	if changed && (choice.Preempted || (prev != policymatch.Claim{} && prev != claimOf(tmpl))) {
 		msg := fmt.Sprintf("Applied %s", p)
 		if choice.Preempted {
 			msg += " (preempted the previous policy)"
@@ -450,7 +456,8 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 
 	desired := newBinding(key)
 	desired.SetLabels(bindingLabels(p))
-	annotations := map[string]string{wellknown.ResourceTemplateGenerationAnnotation: fmt.Sprint(full.GetGeneration())}
+	annotations := map[string]string{wellknown.ResourceTemplateGenerationAnnotation: fmt.Sprint(full.GetGeneration()),
+		TemplateMetadataAnnotation: metadataFingerprint(full)}
 	if revision != "" {
 		annotations[wellknown.InterpreterRevisionAnnotation] = revision
 	}
@@ -573,10 +580,12 @@ func bindingCurrent(rb client.Object, tmpl *metav1.PartialObjectMetadata, p *pol
 	if spec.Resource.UID != tmpl.UID {
 		return false
 	}
-	// The resourceVersion, not the generation: a label or annotation edit changes no
-	// generation but must reach the members. Status-only updates do not wake the detector
-	// (see templateChanged), so this does not rewrite bindings for host status churn.
-	if spec.Resource.ResourceVersion != tmpl.ResourceVersion {
+	// The generation and the labels and annotations, not the resourceVersion: a label or
+	// annotation edit changes no generation but must reach the members, while the status the
+	// binding-status controller writes onto the template changes the resourceVersion only
+	// (rewriting the binding for it would cost a write per stage, each time).
+	if a := rb.GetAnnotations(); a[wellknown.ResourceTemplateGenerationAnnotation] != fmt.Sprint(tmpl.Generation) ||
+		a[TemplateMetadataAnnotation] != metadataFingerprint(tmpl) {
 		return false
 	}
 	var susp *workv1alpha2.Suspension
@@ -591,6 +600,27 @@ func bindingCurrent(rb client.Object, tmpl *metav1.PartialObjectMetadata, p *pol
 		equality.Semantic.DeepEqual(spec.PreserveResourcesOnDeletion, policySide.PreserveResourcesOnDeletion) &&
 		equality.Semantic.DeepEqual(spec.SchedulePriority, policySide.SchedulePriority) &&
 		equality.Semantic.DeepEqual(susp, policySide.Suspension)
+}
+
+// TemplateMetadataAnnotation on a binding is the fingerprint of its template's labels and
+// annotations when the binding was last written (metadataFingerprint).
+const TemplateMetadataAnnotation = "flotilla.io/template-metadata"
+
+// metadataFingerprint is a short hash of o's labels and annotations.
+func metadataFingerprint(o metav1.Object) string {
+	h := sha256.New()
+	for _, m := range []map[string]string{o.GetLabels(), o.GetAnnotations()} {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(h, "%q=%q;", k, m[k])
+		}
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
 // divided reports whether a placement divides replicas between clusters.

@@ -81,6 +81,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	spec, status := bindings.Spec(rb), bindings.Status(rb)
+	// A binding scheduled (or failed) before: a success now is news (a new placement or a
+	// recovery) and gets an event; a first placement is told by the binding's FullyApplied
+	// event (one success event per propagation, not one per stage).
+	scheduledBefore := meta.FindStatusCondition(status.Conditions, wellknown.ConditionScheduled) != nil
 	if rb.GetDeletionTimestamp() != nil || !r.mine(spec.SchedulerName) {
 		return ctrl.Result{}, nil
 	}
@@ -161,7 +165,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		observedGeneration: rb.GetGeneration(), affinityName: result.AffinityName}, false); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.event(rb, corev1.EventTypeNormal, wellknown.EventReasonScheduleBindingSucceed, msg)
+	if scheduledBefore {
+		r.event(rb, corev1.EventTypeNormal, wellknown.EventReasonScheduleBindingSucceed, msg)
+	}
 	log.V(1).Info("Scheduled binding", "clusters", describe(result.Clusters))
 	return ctrl.Result{}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +66,16 @@ type AggregateReconciler struct {
 	// so that a status that changes nothing is not written again. A restart forgets it and
 	// writes each template's status once more, which repairs any edit made meanwhile.
 	written sync.Map
+	// writtenBinding is, by binding, what was last written to the binding's status
+	// (bindingMemo).
+	writtenBinding sync.Map
+}
+
+// bindingMemo sums up the aggregator's fields of a binding's status, its FullyApplied status
+// first.
+func bindingMemo(rb client.Object, cond metav1.Condition, items []workv1alpha2.AggregatedStatusItem, clustersReady string) string {
+	data, _ := json.Marshal(items)
+	return fmt.Sprintf("%s/%s/%d/%s/%s/%s/%s", cond.Status, rb.GetUID(), rb.GetGeneration(), cond.Reason, cond.Message, clustersReady, data)
 }
 
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings/status;clusterresourcebindings/status,verbs=get;update;patch
@@ -77,11 +88,13 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Client.Get(ctx, req.NamespacedName, rb); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.Delete(req.NamespacedName)
+			r.writtenBinding.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if rb.GetDeletionTimestamp() != nil {
 		r.written.Delete(req.NamespacedName)
+		r.writtenBinding.Delete(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	spec, status := bindings.Spec(rb), bindings.Status(rb)
@@ -129,9 +142,16 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		cond.Status, cond.Reason = metav1.ConditionFalse, wellknown.ReasonNotFullyApplied
 		cond.Message = fmt.Sprintf("Not applied on %d of %d clusters: %v", len(notApplied), len(targets), notApplied)
 	}
-	if !bindings.ConditionCurrent(status.Conditions, cond) || !equality.Semantic.DeepEqual(status.AggregatedStatus, items) ||
-		status.ClustersReady != clustersReady {
+	// The cached binding may not show the last write yet (each Work's event brings the
+	// binding back): what was last written counts, so the same status is not written twice.
+	memo := bindingMemo(rb, cond, items, clustersReady)
+	last, _ := r.writtenBinding.Load(req.NamespacedName)
+	if last != memo && (!bindings.ConditionCurrent(status.Conditions, cond) || !equality.Semantic.DeepEqual(status.AggregatedStatus, items) ||
+		status.ClustersReady != clustersReady) {
 		wasApplied := meta.IsStatusConditionTrue(status.Conditions, wellknown.ConditionFullyApplied)
+		if lastMemo, ok := last.(string); ok && strings.HasPrefix(lastMemo, "True/") {
+			wasApplied = true
+		}
 		if err := bindings.ApplyStatus(ctx, r.Client, rb, AggregateFieldOwner, map[string]any{
 			"conditions":       []metav1.Condition{bindings.Condition(status.Conditions, cond)},
 			"aggregatedStatus": items,
@@ -139,6 +159,7 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.writtenBinding.Store(req.NamespacedName, memo)
 		if cond.Status == metav1.ConditionTrue && !wasApplied {
 			r.Recorder.Eventf(rb, nil, corev1.EventTypeNormal, wellknown.EventReasonAggregateStatusSucceed, "Aggregate",
 				"Update resourceBinding(%s) with AggregatedStatus successfully", req.String())
