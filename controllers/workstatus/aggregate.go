@@ -109,6 +109,11 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, nil
 	}
 	targets := bindings.Targets(spec)
+	if len(targets) == 0 && spec.Placement != nil && meta.FindStatusCondition(status.Conditions, wellknown.ConditionScheduled) == nil {
+		// Not scheduled yet: nothing to tell before the scheduler's first answer, whose
+		// write brings the binding back (see SetupWithManager).
+		return ctrl.Result{}, nil
+	}
 	items := make([]workv1alpha2.AggregatedStatusItem, 0, len(targets))
 	var notApplied []string
 	ready := 0
@@ -353,6 +358,22 @@ func aggregatedItem(cluster string, w *workv1alpha1.Work, spec *workv1alpha2.Res
 	return item, item.Applied && !ptr.Deref(w.Spec.SuspendDispatching, false)
 }
 
+// scheduledAppeared passes the update that gives a binding its first Scheduled condition: an
+// unschedulable binding's status-only write, which GenerationChangedPredicate drops.
+func scheduledAppeared() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		DeleteFunc: func(event.DeleteEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			cond := func(o client.Object) bool {
+				return meta.FindStatusCondition(bindings.Status(o).Conditions, wellknown.ConditionScheduled) != nil
+			}
+			return !cond(e.ObjectOld) && cond(e.ObjectNew)
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
 // SetupWithManager registers the aggregator for one kind of binding.
 func (r *AggregateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	sample := r.NewBinding()
@@ -363,7 +384,7 @@ func (r *AggregateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) er
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named(name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		For(sample, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(sample, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, scheduledAppeared()))).
 		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			key, c, ok := bindings.FromWork(o)
 			if !ok || c != isCluster {
