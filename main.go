@@ -40,6 +40,7 @@ import (
 type options struct {
 	metricsAddr          string
 	probeAddr            string
+	pprofAddr            string
 	leaderElect          bool
 	leaderElectionNS     string
 	leaderElectionID     string
@@ -56,6 +57,7 @@ type options struct {
 func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz probes bind to.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "Address Go's /debug/pprof/ profiles bind to, e.g. 127.0.0.1:6060; \"0\" (the default) disables them.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time. On in config/manager.")
 	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to the pod's namespace (flotilla-system out of cluster).")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", "flotilla-manager.flotilla.io", "Name of the leader election Lease.")
@@ -126,6 +128,7 @@ func run(cfg *rest.Config, o options) error {
 		Cache:                   controllers.CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        o.leaderElectionID,
 		LeaderElectionNamespace: leaderElectionNamespace(o.leaderElectionNS),

@@ -300,7 +300,7 @@ func (t *targetTable) print() {
 // storage is what the host's etcd holds per template, in bytes.
 type storage struct {
 	template, binding, works, events float64
-	workCount, duplicated             int
+	workCount, duplicated            int
 }
 
 // hostStorage reads the bench namespace's Deployments, ResourceBindings and Events and the

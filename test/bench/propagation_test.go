@@ -63,6 +63,21 @@ const benchImage = "nginx:1.27"
 var members = []string{"member1", "member2", "member3"}
 
 func BenchmarkPropagation(b *testing.B) {
+	t, details := propagation(b)
+	// Item 3's idle manager, opt-in (it starts 10 more members): its rows join the table.
+	if n := envInt(b, "FLOTILLA_BENCH_IDLE_TEMPLATES", 1); n > 1 {
+		idleManager(b, n, t)
+	} else {
+		t.row(fmt.Sprintf("idle manager, 10,000 templates on %d members: RSS", idleMembers), "not run (FLOTILLA_BENCH_IDLE_TEMPLATES=10000)", "< 300 MiB", true)
+	}
+	fmt.Println()
+	t.print()
+	details()
+}
+
+// propagation runs the bulk propagation and returns the table of its figures and a function
+// printing the breakdowns.
+func propagation(b *testing.B) (*targetTable, func()) {
 	templates := envInt(b, "FLOTILLA_BENCH_TEMPLATES", 1000)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
@@ -159,7 +174,7 @@ func BenchmarkPropagation(b *testing.B) {
 	ratio := allApplied.Seconds() / floor.Seconds()
 	peakRSS := float64(mgr.peakRSS()) / 1024
 	t := &targetTable{}
-	t.row(fmt.Sprintf("1,000-scale: all %d member Deployments exist", templates*len(members)), allApplied.Round(10*time.Millisecond).String(), "≤ 30 s", allApplied <= 30*time.Second)
+	t.row(fmt.Sprintf("%d templates: all %d member Deployments exist", templates, templates*len(members)), allApplied.Round(10*time.Millisecond).String(), "≤ 30 s", allApplied <= 30*time.Second)
 	t.row("all bindings FullyApplied", allFully.Round(10*time.Millisecond).String(), "≤ 31 s", allFully <= 31*time.Second)
 	t.row(fmt.Sprintf("floor (%d Deployments straight to members, %d clients at %v QPS / %d burst, same run)", templates*len(members), len(members),
 		controllers.DefaultOptions.MemberQPS, controllers.DefaultOptions.MemberBurst), floor.Round(10*time.Millisecond).String(), "", true)
@@ -180,25 +195,26 @@ func BenchmarkPropagation(b *testing.B) {
 	t.row("host etcd bytes per template: template / binding / Works (all members) / events", fmt.Sprintf("%.0f / %.0f / %.0f / %.0f", stored.template, stored.binding, stored.works, stored.events), "", true)
 	t.row("host etcd bytes per template: (binding + Works) ÷ template", fmt.Sprintf("%.1f", (stored.binding+stored.works)/stored.template), "", true)
 	t.row("Works carrying the rendered manifest more than once", fmt.Sprintf("%d of %d", stored.duplicated, stored.workCount), "0", stored.duplicated == 0)
-	fmt.Println()
-	t.print()
-	fmt.Println("\nhost API requests per template by controller and verb (create → FullyApplied; resources in brackets):")
-	for _, l := range reqLines {
-		fmt.Println(l)
-	}
-	fmt.Println("host API requests per template by controller and verb (deletion):")
-	for _, l := range delLines {
-		fmt.Println(l)
-	}
-	fmt.Println("where the time goes (create → FullyApplied): per stage, queue wait and work time")
-	for _, l := range stageTable(before, after) {
-		fmt.Println(l)
+	details := func() {
+		fmt.Println("\nhost API requests per template by controller and verb (create → FullyApplied; resources in brackets):")
+		for _, l := range reqLines {
+			fmt.Println(l)
+		}
+		fmt.Println("host API requests per template by controller and verb (deletion):")
+		for _, l := range delLines {
+			fmt.Println(l)
+		}
+		fmt.Println("where the time goes (create → FullyApplied): per stage, queue wait and work time")
+		for _, l := range stageTable(before, after) {
+			fmt.Println(l)
+		}
 	}
 	b.ReportMetric(allApplied.Seconds(), "s/all-applied")
 	b.ReportMetric(allFully.Seconds(), "s/all-fully-applied")
 	b.ReportMetric(ratio, "x-floor")
 	b.ReportMetric(perTemplate, "host-req/template")
 	b.ReportMetric(peakRSS, "MiB-peak-rss")
+	return t, details
 }
 
 func deployment(name string) *appsv1.Deployment {
@@ -468,8 +484,11 @@ func startManager(ctx context.Context, b *testing.B, env *framework.Env) *manage
 	}
 	ppClient = env.Host
 	addr := freeAddr(b)
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--metrics-bind-address", addr, "--health-probe-bind-address", "0",
-		"--leader-elect=false", "--zap-log-level=error")
+	args := []string{"--kubeconfig", kubeconfig, "--metrics-bind-address", addr, "--health-probe-bind-address", "0",
+		"--leader-elect=false", "--zap-log-level=error"}
+	// FLOTILLA_BENCH_MANAGER_ARGS adds flags, e.g. "--kube-api-qps=400 --pprof-bind-address=127.0.0.1:6060".
+	args = append(args, strings.Fields(os.Getenv("FLOTILLA_BENCH_MANAGER_ARGS"))...)
+	cmd := exec.Command(bin, args...)
 	logf, err := os.Create(filepath.Join(os.TempDir(), "flotilla-bench-manager.log"))
 	if err != nil {
 		b.Fatal(err)
