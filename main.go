@@ -29,6 +29,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
@@ -122,6 +123,9 @@ func run(cfg *rest.Config, o options) error {
 	cfg.QPS = float32(o.kubeAPIQPS)
 	cfg.Burst = o.kubeAPIBurst
 	hostmetrics.Instrument(cfg)
+	// How long requests wait on the client-side limiters, and how long they take: what
+	// --kube-api-qps and --member-api-qps cost (the bench prints them).
+	metrics.RegisterRESTClientMetrics(metrics.MetricRateLimiterLatency, metrics.MetricRequestLatency)
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  flotillascheme.New(),
