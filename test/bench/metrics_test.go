@@ -326,3 +326,32 @@ func hostStorage(b *testing.B, etcdPort, templates int) storage {
 	s.template, s.binding, s.works, s.events = float64(t)/n, float64(rb)/n, float64(works)/n, float64(ev)/n
 	return s
 }
+
+// clientTable prints, for the manager's requests to host (its host:port) between two scrapes,
+// the time spent waiting on client-side rate limiters (rest_client_rate_limiter_duration_seconds)
+// and in the requests themselves (rest_client_request_duration_seconds), summed.
+func clientTable(before, after metricsSnapshot, host string) []string {
+	sum := func(s metricsSnapshot, name string) (total, n float64) {
+		mf := s[name]
+		if mf == nil {
+			return 0, 0
+		}
+		for _, m := range mf.GetMetric() {
+			if label(m, "host") == host {
+				total += m.GetHistogram().GetSampleSum()
+				n += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+		return total, n
+	}
+	var lines []string
+	for _, x := range []struct{ what, name string }{
+		{"waiting on the client-side rate limiters", "rest_client_rate_limiter_duration_seconds"},
+		{"in requests", "rest_client_request_duration_seconds"},
+	} {
+		t0, n0 := sum(before, x.name)
+		t1, n1 := sum(after, x.name)
+		lines = append(lines, fmt.Sprintf("  %-44s %8.1fs over %6.0f requests (mean %s)", x.what, t1-t0, n1-n0, mean(t1-t0, n1-n0)))
+	}
+	return lines
+}

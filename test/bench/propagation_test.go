@@ -208,6 +208,10 @@ func propagation(b *testing.B) (*targetTable, func()) {
 		for _, l := range stageTable(before, after) {
 			fmt.Println(l)
 		}
+		fmt.Println("the manager's host client (create → FullyApplied), summed over requests:")
+		for _, l := range clientTable(before, after, mgr.hostAddr) {
+			fmt.Println(l)
+		}
 	}
 	b.ReportMetric(allApplied.Seconds(), "s/all-applied")
 	b.ReportMetric(allFully.Seconds(), "s/all-fully-applied")
