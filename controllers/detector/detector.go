@@ -224,12 +224,14 @@ func (r *Reconciler) namespaceOptedIn(ctx context.Context, name string) (bool, e
 }
 
 // candidatePolicies lists the PropagationPolicies of the namespace and every
-// ClusterPropagationPolicy.
+// ClusterPropagationPolicy. The policies are the cache's own, not copies (a namespace with a
+// policy per template would copy every policy for every template): they are only read, and
+// policyFields copies what goes into a binding.
 func (r *Reconciler) candidatePolicies(ctx context.Context, namespace string) ([]*policymatch.Policy, error) {
 	var out []*policymatch.Policy
 	if namespace != "" {
 		pps := &policyv1alpha1.PropagationPolicyList{}
-		if err := r.Client.List(ctx, pps, client.InNamespace(namespace)); err != nil {
+		if err := r.Client.List(ctx, pps, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		for i := range pps.Items {
@@ -239,7 +241,7 @@ func (r *Reconciler) candidatePolicies(ctx context.Context, namespace string) ([
 		}
 	}
 	cpps := &policyv1alpha1.ClusterPropagationPolicyList{}
-	if err := r.Client.List(ctx, cpps); err != nil {
+	if err := r.Client.List(ctx, cpps, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	for i := range cpps.Items {
@@ -538,7 +540,7 @@ func (r *Reconciler) policyFields(ctx context.Context, tmpl *metav1.PartialObjec
 		SchedulerName:               s.SchedulerName,
 		Failover:                    s.Failover.DeepCopy(),
 		ConflictResolution:          s.ConflictResolution,
-		PreserveResourcesOnDeletion: s.PreserveResourcesOnDeletion,
+		PreserveResourcesOnDeletion: copyBool(s.PreserveResourcesOnDeletion),
 	}
 	if out.SchedulerName == "" {
 		out.SchedulerName = wellknown.DefaultSchedulerName
@@ -566,6 +568,13 @@ func (r *Reconciler) policyFields(ctx context.Context, tmpl *metav1.PartialObjec
 		out.SchedulePriority = &workv1alpha2.SchedulePriority{Priority: pc.Value}
 	}
 	return out, nil
+}
+
+func copyBool(b *bool) *bool {
+	if b == nil {
+		return nil
+	}
+	return ptr.To(*b)
 }
 
 // bindingCurrent reports whether the binding already reflects this template version and
