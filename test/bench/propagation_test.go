@@ -212,6 +212,14 @@ func propagation(b *testing.B) (*targetTable, func()) {
 		for _, l := range clientTable(before, after, mgr.hostAddr) {
 			fmt.Println(l)
 		}
+		fmt.Println("where the time goes (deletion): per stage, queue wait and work time")
+		for _, l := range stageTable(after, afterDelete) {
+			fmt.Println(l)
+		}
+		fmt.Println("the manager's host client (deletion), summed over requests:")
+		for _, l := range clientTable(after, afterDelete, mgr.hostAddr) {
+			fmt.Println(l)
+		}
 	}
 	b.ReportMetric(allApplied.Seconds(), "s/all-applied")
 	b.ReportMetric(allFully.Seconds(), "s/all-fully-applied")
