@@ -124,9 +124,14 @@ func requestTable(before, after metricsSnapshot, templates int) (perTemplate flo
 		return keys[i].verb < keys[j].verb
 	})
 	for _, k := range keys {
+		if byCV[k]/float64(templates) < 0.005 {
+			continue // informers' occasional relists and the like
+		}
 		var rs []string
 		for r, n := range resources[k] {
-			rs = append(rs, fmt.Sprintf("%s %.2f", r, n/float64(templates)))
+			if n/float64(templates) >= 0.005 {
+				rs = append(rs, fmt.Sprintf("%s %.2f", r, n/float64(templates)))
+			}
 		}
 		sort.Strings(rs)
 		lines = append(lines, fmt.Sprintf("  %-32s %-8s %6.2f  (%s)", k.controller, k.verb, byCV[k]/float64(templates), strings.Join(rs, ", ")))
@@ -280,6 +285,11 @@ func (t *targetTable) row(what, value, target string, met bool) {
 		}
 	}
 	t.rows = append(t.rows, [4]string{what, value, target, verdict})
+}
+
+// notMeasured is a row for a figure this run did not measure.
+func (t *targetTable) notMeasured(what, why, target string) {
+	t.rows = append(t.rows, [4]string{what, why, target, "not measured"})
 }
 
 func (t *targetTable) print() {
