@@ -589,12 +589,18 @@ func bindingCurrent(rb client.Object, tmpl *metav1.PartialObjectMetadata, p *pol
 	if spec.Resource.UID != tmpl.UID {
 		return false
 	}
-	// The generation and the labels and annotations, not the resourceVersion: a label or
-	// annotation edit changes no generation but must reach the members, while the status the
-	// binding-status controller writes onto the template changes the resourceVersion only
-	// (rewriting the binding for it would cost a write per stage, each time).
-	if a := rb.GetAnnotations(); a[wellknown.ResourceTemplateGenerationAnnotation] != fmt.Sprint(tmpl.Generation) ||
-		a[TemplateMetadataAnnotation] != metadataFingerprint(tmpl) {
+	if generationTracksContent(tmpl) {
+		// The generation and the labels and annotations, not the resourceVersion: a label or
+		// annotation edit changes no generation but must reach the members, while the status
+		// the binding-status controller writes onto the template changes the resourceVersion
+		// only (rewriting the binding for it would cost a write per stage, each time).
+		if a := rb.GetAnnotations(); a[wellknown.ResourceTemplateGenerationAnnotation] != fmt.Sprint(tmpl.Generation) ||
+			a[TemplateMetadataAnnotation] != metadataFingerprint(tmpl) {
+			return false
+		}
+	} else if spec.Resource.ResourceVersion != tmpl.ResourceVersion {
+		// Kinds whose generation does not follow every edit (a ConfigMap's data, a Role's
+		// rules): any change counts.
 		return false
 	}
 	var susp *workv1alpha2.Suspension
@@ -609,6 +615,24 @@ func bindingCurrent(rb client.Object, tmpl *metav1.PartialObjectMetadata, p *pol
 		equality.Semantic.DeepEqual(spec.PreserveResourcesOnDeletion, policySide.PreserveResourcesOnDeletion) &&
 		equality.Semantic.DeepEqual(spec.SchedulePriority, policySide.SchedulePriority) &&
 		equality.Semantic.DeepEqual(susp, policySide.Suspension)
+}
+
+// generationTracksContent reports whether every edit of the template but its metadata and
+// status changes its generation: custom resources (the apiextensions apiserver counts every
+// other change), and the built-in kinds with a spec whose status Flotilla writes. Other
+// kinds (ConfigMaps, Secrets, RBAC, Services, ...) keep no generation, or not for every field.
+func generationTracksContent(tmpl *metav1.PartialObjectMetadata) bool {
+	if tmpl.Generation == 0 {
+		return false
+	}
+	switch g := tmpl.GroupVersionKind().Group; {
+	case g == "apps" || g == "batch" || g == "policy" || g == "autoscaling":
+		return true
+	case g == "" || !strings.Contains(g, ".") || g == "k8s.io" || strings.HasSuffix(g, ".k8s.io"):
+		return false // the core group and other built-in groups
+	default:
+		return true
+	}
 }
 
 // TemplateMetadataAnnotation on a binding is the fingerprint of its template's labels and

@@ -185,6 +185,17 @@ var _ = Describe("Binding templates to PropagationPolicies", func() {
 		Expect(env.Host.Create(ctx, cfg)).To(Succeed())
 		expectClaimedBy(ctx, cfg, mid)
 
+		By("a data edit, which changes no generation, reaches the binding")
+		b0 := rb(ns, "ConfigMap", "cfg")
+		env.Get(ctx, Default, b0)
+		env.Get(ctx, Default, cfg)
+		cfg.Data["k"] = "changed"
+		Expect(env.Host.Update(ctx, cfg)).To(Succeed())
+		Eventually(func(g Gomega) string {
+			env.Get(ctx, g, b0)
+			return b0.Spec.Resource.ResourceVersion
+		}).WithContext(ctx).Should(Equal(cfg.ResourceVersion))
+
 		By("a higher priority without preemption leaves the claim alone")
 		createPP(ctx, ns, "high", selectConfigMap("cfg"), prio(10, policyv1alpha1.PreemptNever))
 		Consistently(func(g Gomega) {
