@@ -29,16 +29,19 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/controllers"
+	"github.com/flotilla-io/flotilla/internal/hostmetrics"
 )
 
 // options are the manager's flags. README.md has the table of them.
 type options struct {
 	metricsAddr          string
 	probeAddr            string
+	pprofAddr            string
 	leaderElect          bool
 	leaderElectionNS     string
 	leaderElectionID     string
@@ -55,6 +58,7 @@ type options struct {
 func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz probes bind to.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "Address Go's /debug/pprof/ profiles bind to, e.g. 127.0.0.1:6060; \"0\" (the default) disables them.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time. On in config/manager.")
 	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to the pod's namespace (flotilla-system out of cluster).")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", "flotilla-manager.flotilla.io", "Name of the leader election Lease.")
@@ -98,7 +102,8 @@ func main() {
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	// hostmetrics.Logger lets the host request counter name the controller of each request.
+	ctrl.SetLogger(hostmetrics.Logger(zap.New(zap.UseFlagOptions(&zapOpts))))
 	log := ctrl.Log.WithName("setup")
 
 	cfg, err := ctrl.GetConfig()
@@ -117,12 +122,17 @@ func run(cfg *rest.Config, o options) error {
 	ctx := ctrl.SetupSignalHandler()
 	cfg.QPS = float32(o.kubeAPIQPS)
 	cfg.Burst = o.kubeAPIBurst
+	hostmetrics.Instrument(cfg)
+	// How long requests wait on the client-side limiters, and how long they take: what
+	// --kube-api-qps and --member-api-qps cost (the bench prints them).
+	metrics.RegisterRESTClientMetrics(metrics.MetricRateLimiterLatency, metrics.MetricRequestLatency)
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  flotillascheme.New(),
 		Cache:                   controllers.CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        o.leaderElectionID,
 		LeaderElectionNamespace: leaderElectionNamespace(o.leaderElectionNS),

@@ -150,7 +150,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				writeErrs = append(writeErrs, fmt.Errorf("cluster %s: %w", tc.Name, err))
 				continue
 			}
-			if changed {
+			// Works written anew (not created) are news; a first propagation is told by the
+			// binding's FullyApplied event (one success event per propagation, not per stage).
+			if changed && existing[tc.Name] != nil {
 				written = append(written, tc.Name)
 			}
 		}

@@ -188,9 +188,6 @@ var _ = Describe("Rendering Works", func() {
 				wellknown.ResourceTemplateGenerationAnnotation: "1",
 			}))
 		}
-		Eventually(func(g Gomega) []string { return env.EventReasons(ctx, g, rb) }).WithContext(ctx).
-			Should(ContainElement(wellknown.EventReasonSyncWorkSucceed))
-
 		By("following a new schedule")
 		patch := client.MergeFrom(rb.DeepCopyObject().(client.Object))
 		bindings.Spec(rb).Clusters = fleettest.Scheduled("member1", 2, "member2", 2)
@@ -200,6 +197,17 @@ var _ = Describe("Rendering Works", func() {
 				g.Expect(replicasOf(g, m)).To(Equal(int64(2)))
 			})
 		}
+		By("telling the Works written anew, and not the ones created (one success event per propagation)")
+		Eventually(func(g Gomega) []string { return env.EventReasons(ctx, g, rb) }).WithContext(ctx).
+			Should(ContainElement(wellknown.EventReasonSyncWorkSucceed))
+		// Events are sent in the order they are recorded: one for the creation would be here.
+		var synced []string
+		for _, e := range env.Events(ctx, Default, rb) {
+			if e.Reason == wellknown.EventReasonSyncWorkSucceed {
+				synced = append(synced, e.Note)
+			}
+		}
+		Expect(synced).To(ConsistOf("Synced Works to member1, member2"))
 	})
 
 	It("applies ClusterOverridePolicies and OverridePolicies per cluster and records them on the Work", func(ctx SpecContext) {

@@ -2,9 +2,12 @@ package detector
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -157,6 +160,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 	}
 	r.waiting.Delete(key)
 
+	prev := claimOf(tmpl)
 	if err := r.claim(ctx, tmpl, p); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -172,7 +176,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 			"Cannot apply %s: %v", p, err)
 		return ctrl.Result{}, err
 	}
-	if changed {
+	// Success is an event only when the template changes policy: a first claim is told by
+	// the binding's FullyApplied event (one success event per propagation, not one per stage).
+	if changed && (choice.Preempted || (prev != policymatch.Claim{} && prev != claimOf(tmpl))) {
 		msg := fmt.Sprintf("Applied %s", p)
 		if choice.Preempted {
 			msg += " (preempted the previous policy)"
@@ -218,12 +224,14 @@ func (r *Reconciler) namespaceOptedIn(ctx context.Context, name string) (bool, e
 }
 
 // candidatePolicies lists the PropagationPolicies of the namespace and every
-// ClusterPropagationPolicy.
+// ClusterPropagationPolicy. The policies are the cache's own, not copies (a namespace with a
+// policy per template would copy every policy for every template): they are only read, and
+// policyFields copies what goes into a binding.
 func (r *Reconciler) candidatePolicies(ctx context.Context, namespace string) ([]*policymatch.Policy, error) {
 	var out []*policymatch.Policy
 	if namespace != "" {
 		pps := &policyv1alpha1.PropagationPolicyList{}
-		if err := r.Client.List(ctx, pps, client.InNamespace(namespace)); err != nil {
+		if err := r.Client.List(ctx, pps, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		for i := range pps.Items {
@@ -233,7 +241,7 @@ func (r *Reconciler) candidatePolicies(ctx context.Context, namespace string) ([
 		}
 	}
 	cpps := &policyv1alpha1.ClusterPropagationPolicyList{}
-	if err := r.Client.List(ctx, cpps); err != nil {
+	if err := r.Client.List(ctx, cpps, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	for i := range cpps.Items {
@@ -450,7 +458,8 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 
 	desired := newBinding(key)
 	desired.SetLabels(bindingLabels(p))
-	annotations := map[string]string{wellknown.ResourceTemplateGenerationAnnotation: fmt.Sprint(full.GetGeneration())}
+	annotations := map[string]string{wellknown.ResourceTemplateGenerationAnnotation: fmt.Sprint(full.GetGeneration()),
+		TemplateMetadataAnnotation: metadataFingerprint(full)}
 	if revision != "" {
 		annotations[wellknown.InterpreterRevisionAnnotation] = revision
 	}
@@ -531,7 +540,7 @@ func (r *Reconciler) policyFields(ctx context.Context, tmpl *metav1.PartialObjec
 		SchedulerName:               s.SchedulerName,
 		Failover:                    s.Failover.DeepCopy(),
 		ConflictResolution:          s.ConflictResolution,
-		PreserveResourcesOnDeletion: s.PreserveResourcesOnDeletion,
+		PreserveResourcesOnDeletion: copyBool(s.PreserveResourcesOnDeletion),
 	}
 	if out.SchedulerName == "" {
 		out.SchedulerName = wellknown.DefaultSchedulerName
@@ -561,6 +570,13 @@ func (r *Reconciler) policyFields(ctx context.Context, tmpl *metav1.PartialObjec
 	return out, nil
 }
 
+func copyBool(b *bool) *bool {
+	if b == nil {
+		return nil
+	}
+	return ptr.To(*b)
+}
+
 // bindingCurrent reports whether the binding already reflects this template version and
 // policy, so the template need not be read.
 func bindingCurrent(rb client.Object, tmpl *metav1.PartialObjectMetadata, p *policymatch.Policy, policySide workv1alpha2.ResourceBindingSpec) bool {
@@ -573,10 +589,18 @@ func bindingCurrent(rb client.Object, tmpl *metav1.PartialObjectMetadata, p *pol
 	if spec.Resource.UID != tmpl.UID {
 		return false
 	}
-	// The resourceVersion, not the generation: a label or annotation edit changes no
-	// generation but must reach the members. Status-only updates do not wake the detector
-	// (see templateChanged), so this does not rewrite bindings for host status churn.
-	if spec.Resource.ResourceVersion != tmpl.ResourceVersion {
+	if generationTracksContent(tmpl) {
+		// The generation and the labels and annotations, not the resourceVersion: a label or
+		// annotation edit changes no generation but must reach the members, while the status
+		// the binding-status controller writes onto the template changes the resourceVersion
+		// only (rewriting the binding for it would cost a write per stage, each time).
+		if a := rb.GetAnnotations(); a[wellknown.ResourceTemplateGenerationAnnotation] != fmt.Sprint(tmpl.Generation) ||
+			a[TemplateMetadataAnnotation] != metadataFingerprint(tmpl) {
+			return false
+		}
+	} else if spec.Resource.ResourceVersion != tmpl.ResourceVersion {
+		// Kinds whose generation does not follow every edit (a ConfigMap's data, a Role's
+		// rules): any change counts.
 		return false
 	}
 	var susp *workv1alpha2.Suspension
@@ -591,6 +615,45 @@ func bindingCurrent(rb client.Object, tmpl *metav1.PartialObjectMetadata, p *pol
 		equality.Semantic.DeepEqual(spec.PreserveResourcesOnDeletion, policySide.PreserveResourcesOnDeletion) &&
 		equality.Semantic.DeepEqual(spec.SchedulePriority, policySide.SchedulePriority) &&
 		equality.Semantic.DeepEqual(susp, policySide.Suspension)
+}
+
+// generationTracksContent reports whether every edit of the template but its metadata and
+// status changes its generation: custom resources (the apiextensions apiserver counts every
+// other change), and the built-in kinds with a spec whose status Flotilla writes. Other
+// kinds (ConfigMaps, Secrets, RBAC, Services, ...) keep no generation, or not for every field.
+func generationTracksContent(tmpl *metav1.PartialObjectMetadata) bool {
+	if tmpl.Generation == 0 {
+		return false
+	}
+	switch g := tmpl.GroupVersionKind().Group; {
+	case g == "apps" || g == "batch" || g == "policy" || g == "autoscaling":
+		return true
+	case g == "" || !strings.Contains(g, ".") || g == "k8s.io" || strings.HasSuffix(g, ".k8s.io"):
+		return false // the core group and other built-in groups
+	default:
+		return true
+	}
+}
+
+// TemplateMetadataAnnotation on a binding is the fingerprint of its template's labels and
+// annotations when the binding was last written (metadataFingerprint).
+const TemplateMetadataAnnotation = "flotilla.io/template-metadata"
+
+// metadataFingerprint is a short hash of o's labels and annotations.
+func metadataFingerprint(o metav1.Object) string {
+	h := sha256.New()
+	for _, m := range []map[string]string{o.GetLabels(), o.GetAnnotations()} {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(h, "%q=%q;", k, m[k])
+		}
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
 // divided reports whether a placement divides replicas between clusters.

@@ -183,13 +183,33 @@ func (r *Reconciler) templatesInNamespace(_ context.Context, ns string) []Key {
 	return r.watcher.templatesIn(ns)
 }
 
-// policyChanged drops policy updates that change neither spec, labels nor deletion.
+// policyChanged drops policy updates that change neither spec, labels nor deletion. The
+// permanent-id label written with the policy's UID changes nothing either: the detector used
+// the UID as the id before it was written (PermanentID), so each template is not looked at
+// again for it.
 func policyChanged[T client.Object]() predicate.TypedPredicate[T] {
 	return predicate.TypedFuncs[T]{
 		UpdateFunc: func(e event.TypedUpdateEvent[T]) bool {
 			o, n := e.ObjectOld, e.ObjectNew
-			return o.GetGeneration() != n.GetGeneration() || !mapsEqual(o.GetLabels(), n.GetLabels()) ||
+			return o.GetGeneration() != n.GetGeneration() || !mapsEqual(labelsButID(o), labelsButID(n)) ||
 				(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
 		},
 	}
+}
+
+// labelsButID is o's labels without its permanent-id label when that label is o's UID, the
+// id PermanentID gives o without it.
+func labelsButID(o client.Object) map[string]string {
+	key := idLabelFor(o)
+	l := o.GetLabels()
+	if v, ok := l[key]; !ok || v != string(o.GetUID()) {
+		return l
+	}
+	out := make(map[string]string, len(l))
+	for k, v := range l {
+		if k != key {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -598,12 +598,18 @@ func (r *Reconciler) cluster(ctx context.Context, name string) (*clusterv1alpha1
 func (r *Reconciler) setApplied(ctx context.Context, work *workv1alpha1.Work, status metav1.ConditionStatus, reason, msg string, statuses ...workv1alpha1.ManifestStatus) error {
 	cond := metav1.Condition{Type: wellknown.WorkConditionApplied, Status: status, Reason: reason, Message: msg,
 		ObservedGeneration: work.Generation}
-	// The cached Work may not show our last write yet; what we wrote last counts too, so a
-	// condition is never left as it was because a stale copy already looked right.
-	last, written := r.written.Load(work.UID)
-	if c := meta.FindStatusCondition(work.Status.Conditions, wellknown.WorkConditionApplied); c != nil && sameCondition(*c, cond) &&
-		(!written || sameCondition(last.(metav1.Condition), cond)) && len(statuses) == 0 {
-		return nil
+	// The cached Work may not show our last write yet: what we wrote last, when we did, is
+	// the condition (this controller is its only writer), so a condition is neither left as
+	// it was because a stale copy already looked right, nor written again because a stale
+	// copy did not show it yet.
+	if len(statuses) == 0 {
+		if last, written := r.written.Load(work.UID); written {
+			if sameCondition(last.(metav1.Condition), cond) {
+				return nil
+			}
+		} else if c := meta.FindStatusCondition(work.Status.Conditions, wellknown.WorkConditionApplied); c != nil && sameCondition(*c, cond) {
+			return nil
+		}
 	}
 	// Success is reported once per binding sync by the binding controller; failures here.
 	if status == metav1.ConditionFalse {

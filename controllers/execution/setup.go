@@ -74,7 +74,8 @@ func MemberEventHandler(c client.Reader) handler.TypedEventHandler[client.Object
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		if _, ok := o.(*clusterv1alpha1.Cluster); ok {
 			works := &workv1alpha1.WorkList{}
-			if err := c.List(ctx, works, client.InNamespace(wellknown.ExecutionNamespace(o.GetName()))); err != nil {
+			// Only the keys are read: no copy of every Work of the cluster.
+			if err := c.List(ctx, works, client.InNamespace(wellknown.ExecutionNamespace(o.GetName())), client.UnsafeDisableDeepCopy); err != nil {
 				return nil
 			}
 			out := make([]reconcile.Request, 0, len(works.Items))

@@ -93,7 +93,7 @@ func (r *Reconciler) onCluster(ctx context.Context, o client.Object) []reconcile
 		var keys []types.NamespacedName
 		if bindings.Kind(r.NewBinding()) == "ClusterResourceBinding" {
 			l := &workv1alpha2.ClusterResourceBindingList{}
-			if r.Client.List(ctx, l, by) != nil {
+			if r.Client.List(ctx, l, by, client.UnsafeDisableDeepCopy) != nil { // keys only
 				return nil
 			}
 			for i := range l.Items {
@@ -101,7 +101,7 @@ func (r *Reconciler) onCluster(ctx context.Context, o client.Object) []reconcile
 			}
 		} else {
 			l := &workv1alpha2.ResourceBindingList{}
-			if r.Client.List(ctx, l, by) != nil {
+			if r.Client.List(ctx, l, by, client.UnsafeDisableDeepCopy) != nil { // keys only
 				return nil
 			}
 			for i := range l.Items {

@@ -51,6 +51,15 @@ type Reconciler struct {
 
 	retries     workqueue.TypedRateLimiter[reconcile.Request]
 	retriesOnce sync.Once
+	// observed is, by binding, the Scheduled status last written (observedMemo): the event
+	// of the scheduler's own spec write brings the binding back before the cache shows the
+	// status write that followed it, and that status is not written twice.
+	observed sync.Map
+}
+
+// observedMemo identifies a Scheduled status written for one generation of a binding.
+func observedMemo(rb client.Object, cond metav1.Condition) string {
+	return fmt.Sprintf("%s/%d/%s/%s/%s", rb.GetUID(), rb.GetGeneration(), cond.Status, cond.Reason, cond.Message)
 }
 
 const (
@@ -78,9 +87,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	start := time.Now()
 	rb := r.NewBinding()
 	if err := r.Client.Get(ctx, req.NamespacedName, rb); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.observed.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	spec, status := bindings.Spec(rb), bindings.Status(rb)
+	// A binding scheduled (or failed) before: a success now is news (a new placement or a
+	// recovery) and gets an event; a first placement is told by the binding's FullyApplied
+	// event (one success event per propagation, not one per stage).
+	scheduledBefore := meta.FindStatusCondition(status.Conditions, wellknown.ConditionScheduled) != nil
 	if rb.GetDeletionTimestamp() != nil || !r.mine(spec.SchedulerName) {
 		return ctrl.Result{}, nil
 	}
@@ -161,7 +177,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		observedGeneration: rb.GetGeneration(), affinityName: result.AffinityName}, false); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.event(rb, corev1.EventTypeNormal, wellknown.EventReasonScheduleBindingSucceed, msg)
+	r.observed.Store(req.NamespacedName, observedMemo(rb, cond))
+	if scheduledBefore {
+		r.event(rb, corev1.EventTypeNormal, wellknown.EventReasonScheduleBindingSucceed, msg)
+	}
 	log.V(1).Info("Scheduled binding", "clusters", describe(result.Clusters))
 	return ctrl.Result{}, nil
 }
@@ -235,6 +254,9 @@ func (r *Reconciler) observe(ctx context.Context, rb client.Object) error {
 	if status.SchedulerObservedGeneration == rb.GetGeneration() && bindings.ConditionCurrent(status.Conditions, cond) {
 		return nil
 	}
+	if last, ok := r.observed.Load(client.ObjectKeyFromObject(rb)); ok && last == observedMemo(rb, cond) {
+		return nil // written already; the cache does not show it yet
+	}
 	// Also repairs a status write that failed after spec.clusters was written.
 	st.cond = bindings.Condition(status.Conditions, cond)
 	st.observedGeneration = rb.GetGeneration()
@@ -242,7 +264,11 @@ func (r *Reconciler) observe(ctx context.Context, rb client.Object) error {
 		now := metav1.NewTime(r.now())
 		st.lastScheduled = &now
 	}
-	return r.applyStatus(ctx, rb, st, true)
+	if err := r.applyStatus(ctx, rb, st, true); err != nil {
+		return err
+	}
+	r.observed.Store(client.ObjectKeyFromObject(rb), observedMemo(rb, cond))
+	return nil
 }
 
 // schedulerStatus is every status field the scheduler owns. Server-side apply removes a

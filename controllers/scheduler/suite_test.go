@@ -3,7 +3,9 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +32,26 @@ import (
 var (
 	host *localcluster.Cluster
 	c    client.Client
+
+	requestsMu sync.Mutex
+	requests   = map[string]int{} // "METHOD path" → requests of the scheduler's manager
 )
+
+type countingTransport struct{ next http.RoundTripper }
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	requestsMu.Lock()
+	requests[req.Method+" "+req.URL.Path]++
+	requestsMu.Unlock()
+	return t.next.RoundTrip(req)
+}
+
+// managerRequests is how many requests with method to path the scheduler's manager sent.
+func managerRequests(method, path string) int {
+	requestsMu.Lock()
+	defer requestsMu.Unlock()
+	return requests[method+" "+path]
+}
 
 func TestScheduler(t *testing.T) {
 	if testing.Short() {
@@ -72,6 +93,7 @@ func startHost(ctx context.Context) (*localcluster.Cluster, error) {
 func startScheduler(h *localcluster.Cluster, workers int, qps float32) (func(), error) {
 	cfg := h.RESTConfig()
 	cfg.QPS, cfg.Burst = qps, int(2*qps)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt} })
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: flotillascheme.New(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})

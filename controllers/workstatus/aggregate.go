@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +66,16 @@ type AggregateReconciler struct {
 	// so that a status that changes nothing is not written again. A restart forgets it and
 	// writes each template's status once more, which repairs any edit made meanwhile.
 	written sync.Map
+	// writtenBinding is, by binding, what was last written to the binding's status
+	// (bindingMemo).
+	writtenBinding sync.Map
+}
+
+// bindingMemo sums up the aggregator's fields of a binding's status, its FullyApplied status
+// first.
+func bindingMemo(rb client.Object, cond metav1.Condition, items []workv1alpha2.AggregatedStatusItem, clustersReady string) string {
+	data, _ := json.Marshal(items)
+	return fmt.Sprintf("%s/%s/%d/%s/%s/%s/%s", cond.Status, rb.GetUID(), rb.GetGeneration(), cond.Reason, cond.Message, clustersReady, data)
 }
 
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings/status;clusterresourcebindings/status,verbs=get;update;patch
@@ -77,11 +88,13 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Client.Get(ctx, req.NamespacedName, rb); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.Delete(req.NamespacedName)
+			r.writtenBinding.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if rb.GetDeletionTimestamp() != nil {
 		r.written.Delete(req.NamespacedName)
+		r.writtenBinding.Delete(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	spec, status := bindings.Spec(rb), bindings.Status(rb)
@@ -96,6 +109,11 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, nil
 	}
 	targets := bindings.Targets(spec)
+	if len(targets) == 0 && spec.Placement != nil && meta.FindStatusCondition(status.Conditions, wellknown.ConditionScheduled) == nil {
+		// Not scheduled yet: nothing to tell before the scheduler's first answer, whose
+		// write brings the binding back (see SetupWithManager).
+		return ctrl.Result{}, nil
+	}
 	items := make([]workv1alpha2.AggregatedStatusItem, 0, len(targets))
 	var notApplied []string
 	ready := 0
@@ -129,9 +147,16 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		cond.Status, cond.Reason = metav1.ConditionFalse, wellknown.ReasonNotFullyApplied
 		cond.Message = fmt.Sprintf("Not applied on %d of %d clusters: %v", len(notApplied), len(targets), notApplied)
 	}
-	if !bindings.ConditionCurrent(status.Conditions, cond) || !equality.Semantic.DeepEqual(status.AggregatedStatus, items) ||
-		status.ClustersReady != clustersReady {
+	// The cached binding may not show the last write yet (each Work's event brings the
+	// binding back): what was last written counts, so the same status is not written twice.
+	memo := bindingMemo(rb, cond, items, clustersReady)
+	last, _ := r.writtenBinding.Load(req.NamespacedName)
+	if last != memo && (!bindings.ConditionCurrent(status.Conditions, cond) || !equality.Semantic.DeepEqual(status.AggregatedStatus, items) ||
+		status.ClustersReady != clustersReady) {
 		wasApplied := meta.IsStatusConditionTrue(status.Conditions, wellknown.ConditionFullyApplied)
+		if lastMemo, ok := last.(string); ok && strings.HasPrefix(lastMemo, "True/") {
+			wasApplied = true
+		}
 		if err := bindings.ApplyStatus(ctx, r.Client, rb, AggregateFieldOwner, map[string]any{
 			"conditions":       []metav1.Condition{bindings.Condition(status.Conditions, cond)},
 			"aggregatedStatus": items,
@@ -139,6 +164,7 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.writtenBinding.Store(req.NamespacedName, memo)
 		if cond.Status == metav1.ConditionTrue && !wasApplied {
 			r.Recorder.Eventf(rb, nil, corev1.EventTypeNormal, wellknown.EventReasonAggregateStatusSucceed, "Aggregate",
 				"Update resourceBinding(%s) with AggregatedStatus successfully", req.String())
@@ -332,6 +358,22 @@ func aggregatedItem(cluster string, w *workv1alpha1.Work, spec *workv1alpha2.Res
 	return item, item.Applied && !ptr.Deref(w.Spec.SuspendDispatching, false)
 }
 
+// scheduledAppeared passes the update that gives a binding its first Scheduled condition: an
+// unschedulable binding's status-only write, which GenerationChangedPredicate drops.
+func scheduledAppeared() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		DeleteFunc: func(event.DeleteEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			cond := func(o client.Object) bool {
+				return meta.FindStatusCondition(bindings.Status(o).Conditions, wellknown.ConditionScheduled) != nil
+			}
+			return !cond(e.ObjectOld) && cond(e.ObjectNew)
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
 // SetupWithManager registers the aggregator for one kind of binding.
 func (r *AggregateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	sample := r.NewBinding()
@@ -342,7 +384,7 @@ func (r *AggregateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) er
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named(name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		For(sample, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(sample, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, scheduledAppeared()))).
 		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			key, c, ok := bindings.FromWork(o)
 			if !ok || c != isCluster {

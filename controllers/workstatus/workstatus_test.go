@@ -165,6 +165,40 @@ var _ = Describe("Status from members", func() {
 		}).WithContext(ctx).Should(Succeed())
 	})
 
+	It("writes nothing before the first schedule, then each Work's status and the binding's status once", func(ctx SpecContext) {
+		ns := "ws-writes"
+		env.TemplateNamespace(ctx, ns)
+		web := fleettest.Deployment(ns, "web", 4)
+		rb := scheduledBinding(ctx, web, 4, nil, func(s *workv1alpha2.ResourceBindingSpec) { s.Placement = &policyv1alpha1.Placement{} })
+
+		By("scheduling it as the scheduler does: spec.clusters, then the Scheduled condition")
+		patch := client.MergeFrom(rb.DeepCopy())
+		rb.Spec.Clusters = fleettest.Scheduled("member1", 2, "member2", 2)
+		Expect(env.Host.Patch(ctx, rb, patch)).To(Succeed())
+		patch = client.MergeFrom(rb.DeepCopy())
+		meta.SetStatusCondition(&rb.Status.Conditions, metav1.Condition{Type: wellknown.ConditionScheduled, Status: metav1.ConditionTrue,
+			Reason: wellknown.ReasonBindingScheduled, Message: "scheduled", ObservedGeneration: rb.Generation})
+		Expect(env.Host.Status().Patch(ctx, rb, patch)).To(Succeed())
+		web.Spec.Replicas = ptr.To[int32](2)
+		works := []*workv1alpha1.Work{workOf(ctx, rb, "member1", web), workOf(ctx, rb, "member2", web)}
+		for _, w := range works {
+			env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(fullyApplied(ctx, g, rb).Status).To(Equal(metav1.ConditionTrue))
+		}).WithContext(ctx).Should(Succeed())
+
+		// Each Work's events (its creation, the Applied write, its member object appearing)
+		// and the binding's (its creation, spec.clusters) bring them back, but a status that
+		// changes nothing, or that a stale cache does not show yet, is not written again.
+		for _, w := range works {
+			Expect(env.ManagerRequests("PATCH", "/apis/work.karmada.io/v1alpha1/namespaces/"+w.Namespace+"/works/"+w.Name+"/status")).
+				To(Equal(1), "Applied and the first manifest statuses in one write")
+		}
+		Expect(env.ManagerRequests("PATCH", "/apis/work.karmada.io/v1alpha2/namespaces/"+ns+"/resourcebindings/"+rb.Name+"/status")).
+			To(Equal(1), "no status before the first schedule, one once every Work is applied")
+	})
+
 	It("reports a binding whose Work cannot be applied on one cluster as not FullyApplied, naming it", func(ctx SpecContext) {
 		ns := "ws-partial"
 		env.TemplateNamespace(ctx, ns)
@@ -182,7 +216,13 @@ var _ = Describe("Status from members", func() {
 
 	It("reports a binding scheduled nowhere as not FullyApplied", func(ctx SpecContext) {
 		env.TemplateNamespace(ctx, "ws-unscheduled")
-		rb := scheduledBinding(ctx, fleettest.ConfigMap("ws-unscheduled", "cfg", nil), 0, nil)
+		rb := scheduledBinding(ctx, fleettest.ConfigMap("ws-unscheduled", "cfg", nil), 0, nil,
+			func(s *workv1alpha2.ResourceBindingSpec) { s.Placement = &policyv1alpha1.Placement{} })
+		By("the scheduler's answer: unschedulable, written to the status only")
+		patch := client.MergeFrom(rb.DeepCopy())
+		meta.SetStatusCondition(&rb.Status.Conditions, metav1.Condition{Type: wellknown.ConditionScheduled, Status: metav1.ConditionFalse,
+			Reason: wellknown.ReasonBindingUnschedulable, Message: "no cluster fits", ObservedGeneration: rb.Generation})
+		Expect(env.Host.Status().Patch(ctx, rb, patch)).To(Succeed())
 		Eventually(func(g Gomega) {
 			c := fullyApplied(ctx, g, rb)
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))

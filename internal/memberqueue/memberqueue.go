@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/flotilla-io/flotilla/internal/hostmetrics"
 )
 
 // DefaultWorkers is how many keys of one member are processed at once.
@@ -111,9 +113,10 @@ func (q *Queues[K]) startLocked(cluster string) {
 	}
 	wq := q.queues[cluster]
 	log := ctrl.LoggerFrom(q.ctx).WithName(q.Name).WithValues("Cluster", cluster)
+	ctx := hostmetrics.WithController(ctrl.LoggerInto(q.ctx, log), q.Name+"/member")
 	for range workers {
 		go func() {
-			for q.next(ctrl.LoggerInto(q.ctx, log), cluster, wq) {
+			for q.next(ctx, cluster, wq) {
 			}
 		}()
 	}

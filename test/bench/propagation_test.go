@@ -58,9 +58,26 @@ const (
 	clientQPS = 200
 )
 
+const benchImage = "nginx:1.27"
+
 var members = []string{"member1", "member2", "member3"}
 
 func BenchmarkPropagation(b *testing.B) {
+	t, details := propagation(b)
+	// Item 3's idle manager, opt-in (it starts 10 more members): its rows join the table.
+	if n := envInt(b, "FLOTILLA_BENCH_IDLE_TEMPLATES", 1); n > 1 {
+		idleManager(b, n, t)
+	} else {
+		t.notMeasured(fmt.Sprintf("idle manager, 10,000 templates on %d members: RSS", idleMembers), "opt-in: FLOTILLA_BENCH_IDLE_TEMPLATES=10000", "< 300 MiB")
+	}
+	fmt.Println()
+	t.print()
+	details()
+}
+
+// propagation runs the bulk propagation and returns the table of its figures and a function
+// printing the breakdowns.
+func propagation(b *testing.B) (*targetTable, func()) {
 	templates := envInt(b, "FLOTILLA_BENCH_TEMPLATES", 1000)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
@@ -98,7 +115,9 @@ func BenchmarkPropagation(b *testing.B) {
 	}
 
 	// Bulk: the templates, 8 clients.
-	before := mgr.requests(b)
+	before := mgr.scrape(b)
+	beforeMembers := mgr.requests(b)
+	heap := mgr.sampleHeap(ctx, b)
 	bulkStart := time.Now()
 	created := make([]time.Time, templates)
 	parallelDo(templates, func(i int) {
@@ -109,11 +128,14 @@ func BenchmarkPropagation(b *testing.B) {
 	allApplied := time.Since(bulkStart)
 	waitFor(ctx, b, "all bindings FullyApplied", func() bool { return watch.fullyCount("app-") == templates })
 	allFully := time.Since(bulkStart)
-	after := mgr.requests(b)
+	after := mgr.scrape(b)
+	afterMembers := mgr.requests(b)
 	var bulkApplied []time.Duration
 	for i := 0; i < templates; i++ {
 		bulkApplied = append(bulkApplied, watch.applied(fmt.Sprintf("app-%d", i)).Sub(created[i]))
 	}
+	// What the host stores per template (the bench namespace holds the idle and bulk ones).
+	stored := hostStorage(b, env.Fleet.Host.EtcdPort, templates+idleSamples)
 
 	// Deletion.
 	delStart := time.Now()
@@ -122,6 +144,8 @@ func BenchmarkPropagation(b *testing.B) {
 	})
 	waitFor(ctx, b, "member objects deleted", func() bool { return watch.remaining("app-") == 0 })
 	deleted := time.Since(delStart)
+	afterDelete := mgr.scrape(b)
+	heapPeak, heapLast := heap.stop()
 	b.StopTimer()
 
 	// The floor: the same member Deployments straight into the members, by one client per
@@ -145,33 +169,64 @@ func BenchmarkPropagation(b *testing.B) {
 	})
 	floor := time.Since(floorStart)
 
-	hostReqs := after.host - before.host
-	report := []struct {
-		name  string
-		value string
-	}{
-		{fmt.Sprintf("all %d member Deployments exist", templates*len(members)), allApplied.Round(10 * time.Millisecond).String()},
-		{"all bindings FullyApplied", allFully.Round(10 * time.Millisecond).String()},
-		{fmt.Sprintf("floor (%d Deployments straight to members, %d clients at %v QPS / %d burst)", templates*len(members), len(members),
-			controllers.DefaultOptions.MemberQPS, controllers.DefaultOptions.MemberBurst), floor.Round(10 * time.Millisecond).String()},
-		{"time ÷ floor", fmt.Sprintf("%.1f", allApplied.Seconds()/floor.Seconds())},
-		{"host API requests per template (manager)", fmt.Sprintf("%.1f", float64(hostReqs)/float64(templates))},
-		{"member API requests per template (manager)", fmt.Sprintf("%.1f", float64(after.members-before.members)/float64(templates))},
+	perTemplate, reqLines := requestTable(before, after, templates)
+	delPerTemplate, delLines := requestTable(after, afterDelete, templates)
+	ratio := allApplied.Seconds() / floor.Seconds()
+	peakRSS := float64(mgr.peakRSS()) / 1024
+	t := &targetTable{}
+	t.row(fmt.Sprintf("%d templates: all %d member Deployments exist", templates, templates*len(members)), allApplied.Round(10*time.Millisecond).String(), "≤ 30 s", allApplied <= 30*time.Second)
+	t.row("all bindings FullyApplied", allFully.Round(10*time.Millisecond).String(), "≤ 31 s", allFully <= 31*time.Second)
+	t.row(fmt.Sprintf("floor (%d Deployments straight to members, %d clients at %v QPS / %d burst, same run)", templates*len(members), len(members),
+		controllers.DefaultOptions.MemberQPS, controllers.DefaultOptions.MemberBurst), floor.Round(10*time.Millisecond).String(), "", true)
+	t.row("time ÷ floor", fmt.Sprintf("%.1f", ratio), "≤ 3", ratio <= 3)
+	t.row(fmt.Sprintf("delete %d templates → member objects gone", templates), deleted.Round(10*time.Millisecond).String(), "≤ 30 s", deleted <= 30*time.Second)
+	t.row("host API requests per template (manager, create → FullyApplied)", fmt.Sprintf("%.1f", perTemplate), "≤ 10", perTemplate <= 10)
+	t.row("host API requests per template (manager, deletion)", fmt.Sprintf("%.1f", delPerTemplate), "", true)
+	t.row("member API requests per template (manager)", fmt.Sprintf("%.1f", (afterMembers.members-beforeMembers.members)/float64(templates)), "", true)
+	for _, q := range []struct{ name, value string }{
 		quantiles("bulk create → last member object", bulkApplied),
 		quantiles("idle create → last member object", idleApplied),
 		quantiles("idle create → FullyApplied", idleFully),
-		{"manager peak RSS", fmt.Sprintf("%d MiB", mgr.peakRSS()/1024)},
-		{fmt.Sprintf("delete %d templates → member objects gone", templates), deleted.Round(10 * time.Millisecond).String()},
+	} {
+		t.row(q.name, q.value, "", true)
 	}
-	fmt.Println()
-	for _, r := range report {
-		fmt.Printf("%-80s %s\n", r.name, r.value)
+	t.row("manager peak RSS", fmt.Sprintf("%.0f MiB", peakRSS), "≤ 200 MiB", peakRSS <= 200)
+	t.row("manager heap after GC (go_gc_heap_live_bytes): peak during the run / at the end", fmt.Sprintf("%.0f / %.0f MiB", heapPeak/(1<<20), heapLast/(1<<20)), "", true)
+	t.row("host etcd bytes per template: template / binding / Works (all members) / events", fmt.Sprintf("%.0f / %.0f / %.0f / %.0f", stored.template, stored.binding, stored.works, stored.events), "", true)
+	t.row("host etcd bytes per template: (binding + Works) ÷ template", fmt.Sprintf("%.1f", (stored.binding+stored.works)/stored.template), "", true)
+	t.row("Works carrying the rendered manifest more than once", fmt.Sprintf("%d of %d", stored.duplicated, stored.workCount), "0", stored.duplicated == 0)
+	details := func() {
+		fmt.Println("\nhost API requests per template by controller and verb (create → FullyApplied; resources in brackets):")
+		for _, l := range reqLines {
+			fmt.Println(l)
+		}
+		fmt.Println("host API requests per template by controller and verb (deletion):")
+		for _, l := range delLines {
+			fmt.Println(l)
+		}
+		fmt.Println("where the time goes (create → FullyApplied): per stage, queue wait and work time")
+		for _, l := range stageTable(before, after) {
+			fmt.Println(l)
+		}
+		fmt.Println("the manager's host client (create → FullyApplied), summed over requests:")
+		for _, l := range clientTable(before, after, mgr.hostAddr) {
+			fmt.Println(l)
+		}
+		fmt.Println("where the time goes (deletion): per stage, queue wait and work time")
+		for _, l := range stageTable(after, afterDelete) {
+			fmt.Println(l)
+		}
+		fmt.Println("the manager's host client (deletion), summed over requests:")
+		for _, l := range clientTable(after, afterDelete, mgr.hostAddr) {
+			fmt.Println(l)
+		}
 	}
 	b.ReportMetric(allApplied.Seconds(), "s/all-applied")
 	b.ReportMetric(allFully.Seconds(), "s/all-fully-applied")
-	b.ReportMetric(allApplied.Seconds()/floor.Seconds(), "x-floor")
-	b.ReportMetric(float64(hostReqs)/float64(templates), "host-req/template")
-	b.ReportMetric(float64(mgr.peakRSS())/1024, "MiB-peak-rss")
+	b.ReportMetric(ratio, "x-floor")
+	b.ReportMetric(perTemplate, "host-req/template")
+	b.ReportMetric(peakRSS, "MiB-peak-rss")
+	return t, details
 }
 
 func deployment(name string) *appsv1.Deployment {
@@ -179,7 +234,7 @@ func deployment(name string) *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27", Resources: corev1.ResourceRequirements{
+				Containers: []corev1.Container{{Name: "app", Image: benchImage, Resources: corev1.ResourceRequirements{
 					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}}}}}}}}
 }
 
@@ -441,8 +496,11 @@ func startManager(ctx context.Context, b *testing.B, env *framework.Env) *manage
 	}
 	ppClient = env.Host
 	addr := freeAddr(b)
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--metrics-bind-address", addr, "--health-probe-bind-address", "0",
-		"--leader-elect=false", "--zap-log-level=error")
+	args := []string{"--kubeconfig", kubeconfig, "--metrics-bind-address", addr, "--health-probe-bind-address", "0",
+		"--leader-elect=false", "--zap-log-level=error"}
+	// FLOTILLA_BENCH_MANAGER_ARGS adds flags, e.g. "--kube-api-qps=400 --pprof-bind-address=127.0.0.1:6060".
+	args = append(args, strings.Fields(os.Getenv("FLOTILLA_BENCH_MANAGER_ARGS"))...)
+	cmd := exec.Command(bin, args...)
 	logf, err := os.Create(filepath.Join(os.TempDir(), "flotilla-bench-manager.log"))
 	if err != nil {
 		b.Fatal(err)

@@ -9,9 +9,11 @@ package fleettest
 
 import (
 	"context"
+	"net/http"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,6 +75,38 @@ type Env struct {
 	Host client.Client
 	// Members are uncached admin clients of the members, by name.
 	Members map[string]client.Client
+
+	requests requestLog
+}
+
+// requestLog counts the host requests of the managers NewManager makes, by method and path.
+type requestLog struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+type countingTransport struct {
+	next http.RoundTripper
+	log  *requestLog
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.log.mu.Lock()
+	if t.log.counts == nil {
+		t.log.counts = map[string]int{}
+	}
+	t.log.counts[req.Method+" "+req.URL.Path]++
+	t.log.mu.Unlock()
+	return t.next.RoundTrip(req)
+}
+
+// ManagerRequests is how many requests with method to path the managers made by NewManager
+// have sent to the host, e.g. ("PATCH",
+// "/apis/work.karmada.io/v1alpha2/namespaces/ns/resourcebindings/web-deployment/status").
+func (e *Env) ManagerRequests(method, path string) int {
+	e.requests.mu.Lock()
+	defer e.requests.mu.Unlock()
+	return e.requests.counts[method+" "+path]
 }
 
 // RepoRoot is the repository root (the directory holding go.mod).
@@ -131,7 +165,9 @@ func (e *Env) MemberNames() []string {
 // under test.
 func (e *Env) NewManager() ctrl.Manager {
 	GinkgoHelper()
-	mgr, err := ctrl.NewManager(e.Fleet.Host.RESTConfig(), ctrl.Options{
+	cfg := e.Fleet.Host.RESTConfig()
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, log: &e.requests} })
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 e.Scheme,
 		Cache:                  controllers.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/internal/localcluster"
+	"github.com/flotilla-io/flotilla/test/e2e/framework"
+)
+
+// idleMembers is the number of members of BenchmarkIdleManager.
+const idleMembers = 10
+
+// idleManager measures the memory of an idle manager holding templates Deployments
+// (FLOTILLA_BENCH_IDLE_TEMPLATES; the target is for 10,000) propagated to 10 apiserver-only
+// members, on a fleet of its own: one PropagationPolicy per member selects the templates
+// labelled for it, so each template has one binding, one Work and one member object. Once
+// every binding is FullyApplied and the manager has been idle for 30 s, it adds the
+// manager's RSS, peak RSS and heap after GC to t.
+func idleManager(b *testing.B, templates int, t *targetTable) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+	defer cancel()
+	env, err := framework.StartFleetWith(ctx, localcluster.Options{}, localcluster.DefaultMembers(idleMembers, false), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer env.Fleet.Stop()
+	mgr := startManager(ctx, b, env)
+	defer mgr.stop()
+	var names []string
+	for _, m := range env.Fleet.Members {
+		names = append(names, m.Name)
+		if err := env.Join(ctx, m.Name); err != nil {
+			b.Fatal(err)
+		}
+	}
+	waitFor(ctx, b, "members Ready", func() bool {
+		for _, name := range names {
+			if !(clusterReady{}).check(ctx, env, name) {
+				return false
+			}
+		}
+		return true
+	})
+	if err := env.Host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace,
+		Labels: map[string]string{wellknown.PropagationLabel: wellknown.PropagationEnabled}}}); err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range names {
+		pp := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: m},
+			Spec: policyv1alpha1.PropagationSpec{
+				ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment",
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"member": m}}}},
+				Placement: policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{m}}}}}
+		if err := env.Host.Create(ctx, pp); err != nil {
+			b.Fatal(err)
+		}
+	}
+	host := clientFor(b, env.Fleet.Host.RESTConfig())
+	start := time.Now()
+	parallelDo(templates, func(i int) {
+		d := deployment(fmt.Sprintf("idle-%d", i))
+		d.Labels["member"] = names[i%len(names)]
+		if _, err := host.AppsV1().Deployments(namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+			b.Error(err)
+		}
+	})
+	for {
+		list := &workv1alpha2.ResourceBindingList{}
+		if err := env.Host.List(ctx, list, client.InNamespace(namespace)); err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for _, rb := range list.Items {
+			if meta.IsStatusConditionTrue(rb.Status.Conditions, wellknown.ConditionFullyApplied) {
+				n++
+			}
+		}
+		if n >= templates {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			b.Fatalf("timed out: %d of %d bindings FullyApplied", n, templates)
+		case <-time.After(5 * time.Second):
+		}
+	}
+	took := time.Since(start)
+	time.Sleep(30 * time.Second)
+	rss, peak := mgr.rss()
+	heap := mgr.scrape(b).gauge("go_gc_heap_live_bytes")
+	t.row(fmt.Sprintf("idle manager, %d templates on %d members: RSS (peak while they propagated)", templates, idleMembers),
+		fmt.Sprintf("%d MiB (%d MiB)", rss/1024, peak/1024), "< 300 MiB", rss/1024 < 300)
+	t.row("  its heap after GC (go_gc_heap_live_bytes)", fmt.Sprintf("%.0f MiB", heap/(1<<20)), "", true)
+	t.row(fmt.Sprintf("  %d templates created → all bindings FullyApplied", templates), took.Round(time.Second).String(), "", true)
+	b.ReportMetric(float64(rss)/1024, "MiB-idle-rss")
+}
