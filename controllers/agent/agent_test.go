@@ -265,8 +265,9 @@ var _ = Describe("The Pull agent", Ordered, func() {
 
 		tmpl := &corev1.ConfigMap{}
 		Expect(env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "settings"}, tmpl)).To(Succeed())
+		patch := client.MergeFrom(tmpl.DeepCopy())
 		tmpl.Data["mode"] = "rotated"
-		Expect(env.Host.Update(ctx, tmpl)).To(Succeed())
+		Expect(env.Host.Patch(ctx, tmpl, patch)).To(Succeed())
 		Eventually(memberData).WithContext(ctx).Should(HaveKeyWithValue("mode", "rotated"))
 		Consistently(ready).WithContext(ctx).WithTimeout(3 * time.Second).Should(Equal(metav1.ConditionTrue))
 	})

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -109,8 +110,10 @@ var _ = Describe("Pull mode: a mixed fleet of two Push members and one Pull memb
 		}).WithContext(ctx).Should(Succeed())
 		tmpl := &appsv1.Deployment{}
 		Expect(env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pipy"}, tmpl)).To(Succeed())
+		// A patch: the fleet's status writes keep changing the template's resourceVersion.
+		patch := client.MergeFrom(tmpl.DeepCopy())
 		tmpl.Spec.Replicas = ptr.To[int32](3)
-		Expect(env.Host.Update(ctx, tmpl)).To(Succeed())
+		Expect(env.Host.Patch(ctx, tmpl, patch)).To(Succeed())
 		Eventually(func(g Gomega) {
 			got := env.DeploymentReplicas(ctx, ns, "pipy")
 			for _, m := range all {
