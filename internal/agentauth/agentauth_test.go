@@ -2,12 +2,13 @@ package agentauth
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-io/flotilla/internal/testing/golden"
 )
 
 func TestRotationDue(t *testing.T) {
@@ -58,16 +59,5 @@ func TestClusterRolesShipped(t *testing.T) {
 		out.Write(b)
 	}
 	path := filepath.Join("..", "..", "config", "rbac", "agent_roles.yaml")
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	have, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(have, out.Bytes()) {
-		t.Errorf("%s is stale: run UPDATE_GOLDEN=1 go test ./internal/agentauth/", path)
-	}
+	golden.Check(t, path, out.Bytes(), "UPDATE_GOLDEN=1 go test ./internal/agentauth/")
 }

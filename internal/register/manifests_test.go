@@ -2,11 +2,12 @@ package register
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-io/flotilla/internal/testing/golden"
 
 	"github.com/flotilla-io/flotilla/internal/agentauth"
 	"github.com/flotilla-io/flotilla/internal/join"
@@ -31,18 +32,7 @@ func TestAgentManifestsShipped(t *testing.T) {
 		out.Write(bytes.ReplaceAll(b, []byte("  creationTimestamp: null\n"), nil))
 	}
 	path := filepath.Join("..", "..", "config", "agent", "agent.yaml")
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	have, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(have, out.Bytes()) {
-		t.Errorf("%s is stale: run UPDATE_GOLDEN=1 go test ./internal/register/", path)
-	}
+	golden.Check(t, path, out.Bytes(), "UPDATE_GOLDEN=1 go test ./internal/register/")
 }
 
 func TestTokenID(t *testing.T) {

@@ -14,8 +14,6 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
-	"github.com/flotilla-io/flotilla/internal/localcluster"
-	"github.com/flotilla-io/flotilla/test/e2e/framework"
 )
 
 // idleMembers is the number of members of BenchmarkIdleManager.
@@ -30,28 +28,7 @@ const idleMembers = 10
 func idleManager(b *testing.B, templates int, t *targetTable) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
-	env, err := framework.StartFleetWith(ctx, localcluster.Options{}, localcluster.DefaultMembers(idleMembers, false), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer env.Fleet.Stop()
-	mgr := startManager(ctx, b, env)
-	defer mgr.stop()
-	var names []string
-	for _, m := range env.Fleet.Members {
-		names = append(names, m.Name)
-		if err := env.Join(ctx, m.Name); err != nil {
-			b.Fatal(err)
-		}
-	}
-	waitFor(ctx, b, "members Ready", func() bool {
-		for _, name := range names {
-			if !(clusterReady{}).check(ctx, env, name) {
-				return false
-			}
-		}
-		return true
-	})
+	env, mgr, names := joinedFleet(ctx, b, idleMembers)
 	if err := env.Host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace,
 		Labels: map[string]string{wellknown.PropagationLabel: wellknown.PropagationEnabled}}}); err != nil {
 		b.Fatal(err)
