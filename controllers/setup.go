@@ -28,6 +28,7 @@ import (
 	schedulercontroller "github.com/flotilla-io/flotilla/controllers/scheduler"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
 	"github.com/flotilla-io/flotilla/internal/customization"
+	"github.com/flotilla-io/flotilla/internal/handoff"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/memberqueue"
@@ -172,9 +173,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	if err := deps.SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
 	}
+	// Templates the detector reads whole are handed to the binding controller, which then
+	// renders them without reading them again.
+	templates := handoff.New(handoff.DefaultSize, handoff.DefaultTTL)
 	detectorRef = &detector.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("detector"), Interpreter: interp, Dependencies: deps,
+		Templates: templates,
 	}
 	if err := detectorRef.SetupWithManager(mgr, detector.Options{Workers: o.Workers}); err != nil {
 		return nil, err
@@ -184,7 +189,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	for _, nb := range []func() client.Object{newRB, newCRB} {
 		if err := (&binding.Reconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("binding-controller"),
-			Interpreter: interp, NewBinding: nb,
+			Interpreter: interp, NewBinding: nb, Templates: templates,
 		}).SetupWithManager(mgr, o.Workers); err != nil {
 			return nil, err
 		}

@@ -32,8 +32,10 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/failover"
+	"github.com/flotilla-io/flotilla/internal/handoff"
 	"github.com/flotilla-io/flotilla/internal/overrides"
 )
 
@@ -56,6 +58,9 @@ type Reconciler struct {
 	Interpreter Interpreter
 	// NewBinding returns an empty ResourceBinding or ClusterResourceBinding.
 	NewBinding func() client.Object
+	// Templates, when set, holds the templates the detector read for their bindings: the
+	// version a binding names is taken from there rather than read from the host again.
+	Templates *handoff.Templates
 }
 
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings;clusterresourcebindings,verbs=get;list;watch;update;patch
@@ -97,10 +102,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var waiting bool
 	wanted := map[string]bool{}
 	if targets := bindings.Targets(spec); len(targets) > 0 {
-		tmpl := &unstructured.Unstructured{}
-		tmpl.SetAPIVersion(spec.Resource.APIVersion)
-		tmpl.SetKind(spec.Resource.Kind)
-		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: spec.Resource.Namespace, Name: spec.Resource.Name}, tmpl); err != nil {
+		tmpl, err := r.template(ctx, &spec.Resource)
+		if err != nil {
 			// A missing template means the detector is about to delete this binding.
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
@@ -187,6 +190,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: workGoneRetry}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// template returns the binding's template: the version the binding names when the detector
+// handed it over, else the host's current one.
+func (r *Reconciler) template(ctx context.Context, ref *workv1alpha2.ObjectReference) (*unstructured.Unstructured, error) {
+	if tmpl, ok := r.Templates.Take(ref.UID, ref.ResourceVersion); ok {
+		return tmpl, nil
+	}
+	tmpl := &unstructured.Unstructured{}
+	tmpl.SetAPIVersion(ref.APIVersion)
+	tmpl.SetKind(ref.Kind)
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, tmpl)
+	return tmpl, err
 }
 
 // workGoneRetry is when a binding waiting for one of its Works to finish deleting looks again,

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/flotilla-io/flotilla/controllers/binding"
+	"github.com/flotilla-io/flotilla/internal/handoff"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
@@ -22,6 +23,13 @@ var env *fleettest.Env
 
 var clusterNames = []string{"member1", "member2"}
 
+// templates is the hand-off the tests play the detector with, and templateReads counts the
+// binding controllers' template reads from the host.
+var (
+	templates     = handoff.New(handoff.DefaultSize, handoff.DefaultTTL)
+	templateReads = &fleettest.CountingReader{}
+)
+
 func TestBindingController(t *testing.T) {
 	fleettest.RunSuite(t, "Binding controller suite", "a host cluster")
 }
@@ -31,10 +39,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	env.CreateClusters(ctx, clusterNames...)
 	mgr := env.NewManager()
 	Expect(binding.SetupIndexes(context.Background(), mgr)).To(Succeed())
+	templateReads.Reader = mgr.GetAPIReader()
 	for _, nb := range fleettest.BindingKinds() {
 		Expect((&binding.Reconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("binding-controller"),
-			Interpreter: interpreter.Interpreter{}, NewBinding: nb,
+			Client: mgr.GetClient(), APIReader: templateReads, Recorder: mgr.GetEventRecorder("binding-controller"),
+			Interpreter: interpreter.Interpreter{}, NewBinding: nb, Templates: templates,
 		}).SetupWithManager(mgr, 4)).To(Succeed())
 	}
 	fleettest.StartManager(mgr)

@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -30,6 +31,7 @@ import (
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/bindings"
+	"github.com/flotilla-io/flotilla/internal/handoff"
 	"github.com/flotilla-io/flotilla/internal/policymatch"
 )
 
@@ -63,6 +65,9 @@ type Reconciler struct {
 	Interpreter ReplicaInterpreter
 	// Dependencies, when set, hears of every template in scope.
 	Dependencies Dependencies
+	// Templates, when set, is handed every template read whole for a binding, so that the
+	// binding controller renders that version without reading it again.
+	Templates *handoff.Templates
 
 	watcher *watcher
 
@@ -161,10 +166,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 	r.waiting.Delete(key)
 
 	prev := claimOf(tmpl)
-	if err := r.claim(ctx, tmpl, p); err != nil {
+	// A claim patch answers with the whole template: the binding is made from it, with no
+	// second read.
+	full, err := r.claim(ctx, tmpl, p)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	changed, err := r.ensureBinding(ctx, tmpl, p)
+	changed, err := r.ensureBinding(ctx, tmpl, p, full)
 	if errors.Is(err, errRetry) {
 		return ctrl.Result{RequeueAfter: retryAfter}, nil
 	}
@@ -278,8 +286,8 @@ var claimLabels = []string{wellknown.PropagationPolicyPermanentIDLabel, wellknow
 var claimAnnotations = []string{wellknown.PropagationPolicyNamespaceAnnotation, wellknown.PropagationPolicyNameAnnotation, wellknown.ClusterPropagationPolicyNameAnnotation}
 
 // claim labels and annotates the template for the policy, in one patch, when it is not
-// already.
-func (r *Reconciler) claim(ctx context.Context, tmpl *metav1.PartialObjectMetadata, p *policymatch.Policy) error {
+// already. When it patched, it returns the whole template the host answered with.
+func (r *Reconciler) claim(ctx context.Context, tmpl *metav1.PartialObjectMetadata, p *policymatch.Policy) (*unstructured.Unstructured, error) {
 	labels, annotations := map[string]string{}, map[string]string{}
 	if p.IsCluster() {
 		labels[wellknown.ClusterPropagationPolicyPermanentIDLabel] = p.PermanentID
@@ -293,8 +301,9 @@ func (r *Reconciler) claim(ctx context.Context, tmpl *metav1.PartialObjectMetada
 }
 
 // patchClaim sets the claim keys to exactly the given ones, removing the others, with one
-// merge patch when anything differs.
-func (r *Reconciler) patchClaim(ctx context.Context, tmpl *metav1.PartialObjectMetadata, labels, annotations map[string]string) error {
+// merge patch when anything differs. It returns the whole template the patch answered with
+// (nil when nothing was patched or the template is gone) and brings tmpl's metadata up to it.
+func (r *Reconciler) patchClaim(ctx context.Context, tmpl *metav1.PartialObjectMetadata, labels, annotations map[string]string) (*unstructured.Unstructured, error) {
 	patchLabels, patchAnnotations := map[string]any{}, map[string]any{}
 	diff := func(have map[string]string, keys []string, want map[string]string, out map[string]any) {
 		for _, k := range keys {
@@ -312,7 +321,7 @@ func (r *Reconciler) patchClaim(ctx context.Context, tmpl *metav1.PartialObjectM
 	diff(tmpl.Labels, claimLabels, labels, patchLabels)
 	diff(tmpl.Annotations, claimAnnotations, annotations, patchAnnotations)
 	if len(patchLabels) == 0 && len(patchAnnotations) == 0 {
-		return nil
+		return nil, nil
 	}
 	md := map[string]any{}
 	if len(patchLabels) > 0 {
@@ -323,9 +332,22 @@ func (r *Reconciler) patchClaim(ctx context.Context, tmpl *metav1.PartialObjectM
 	}
 	data, err := json.Marshal(map[string]any{"metadata": md})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return client.IgnoreNotFound(r.Client.Patch(ctx, tmpl, client.RawPatch(types.MergePatchType, data)))
+	full := &unstructured.Unstructured{}
+	full.SetGroupVersionKind(tmpl.GroupVersionKind())
+	full.SetNamespace(tmpl.Namespace)
+	full.SetName(tmpl.Name)
+	if err := r.Client.Patch(ctx, full, client.RawPatch(types.MergePatchType, data)); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	md, _, _ = unstructured.NestedMap(full.Object, "metadata")
+	var meta metav1.ObjectMeta
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(md, &meta); err != nil {
+		return nil, fmt.Errorf("reading the metadata of %s/%s: %w", tmpl.Namespace, tmpl.Name, err)
+	}
+	tmpl.ObjectMeta = meta
+	return full, nil
 }
 
 // unclaim removes the claim and the binding, keeping member objects. A binding that
@@ -340,12 +362,14 @@ func (r *Reconciler) unclaim(ctx context.Context, tmpl *metav1.PartialObjectMeta
 		if err := r.detach(ctx, rb, tmpl); err != nil {
 			return true, err
 		}
-		return true, r.patchClaim(ctx, tmpl, nil, nil)
+		_, err := r.patchClaim(ctx, tmpl, nil, nil)
+		return true, err
 	}
 	if err := r.deleteBinding(ctx, key, true); err != nil {
 		return false, err
 	}
-	return false, r.patchClaim(ctx, tmpl, nil, nil)
+	_, err = r.patchClaim(ctx, tmpl, nil, nil)
+	return false, err
 }
 
 // detach turns the binding of a template that workloads require, and that no policy claims,
@@ -410,9 +434,10 @@ func newBinding(key Key) client.Object {
 	return &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: name}}
 }
 
-// ensureBinding creates or updates the template's binding. It reads the whole template only
-// when the binding is missing or stale. It reports whether it wrote.
-func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObjectMetadata, p *policymatch.Policy) (bool, error) {
+// ensureBinding creates or updates the template's binding. It needs the whole template only
+// when the binding is missing or stale: full when the caller has it (the claim's answer), else
+// read from the host. It reports whether it wrote.
+func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObjectMetadata, p *policymatch.Policy, full *unstructured.Unstructured) (bool, error) {
 	key := Key{GVK: tmpl.GroupVersionKind(), NamespacedName: client.ObjectKeyFromObject(tmpl)}
 	rb := newBinding(key)
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(rb), rb)
@@ -441,10 +466,12 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 		return false, nil
 	}
 
-	full := &unstructured.Unstructured{}
-	full.SetGroupVersionKind(key.GVK)
-	if err := r.APIReader.Get(ctx, key.NamespacedName, full); err != nil {
-		return false, client.IgnoreNotFound(err)
+	if full == nil {
+		full = &unstructured.Unstructured{}
+		full.SetGroupVersionKind(key.GVK)
+		if err := r.APIReader.Get(ctx, key.NamespacedName, full); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
 	}
 	replicas, req, err := r.Interpreter.GetReplicas(full)
 	if err != nil {
@@ -491,6 +518,9 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 		if err == nil || apierrors.IsAlreadyExists(err) {
 			r.created.Store(key, time.Now())
 		}
+		if err == nil {
+			r.Templates.Put(full)
+		}
 		if err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				// Another reconcile of this template got there first and the cache has not
@@ -526,7 +556,11 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	if equality.Semantic.DeepEqual(before, rb) {
 		return false, nil
 	}
-	return true, r.Client.Patch(ctx, rb, client.MergeFrom(before))
+	if err := r.Client.Patch(ctx, rb, client.MergeFrom(before)); err != nil {
+		return false, err
+	}
+	r.Templates.Put(full)
+	return true, nil
 }
 
 // policyFields is the part of a binding's spec that comes from the policy (and the template's

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/flotilla-io/flotilla/controllers/detector"
+	"github.com/flotilla-io/flotilla/internal/handoff"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
@@ -18,14 +19,23 @@ import (
 // binding-controller finalizer, so the tests can see how it was deleted.
 var env *fleettest.Env
 
+// templates is the detector's hand-off to the binding controller (not running here), and
+// templateReads counts the detector's whole-template reads from the host.
+var (
+	templates     = handoff.New(handoff.DefaultSize, handoff.DefaultTTL)
+	templateReads = &fleettest.CountingReader{}
+)
+
 func TestDetector(t *testing.T) { fleettest.RunSuite(t, "Detector suite", "a host cluster") }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	env = fleettest.Start(ctx, fleettest.Options{Name: "detector"})
 	mgr := env.NewManager()
+	templateReads.Reader = mgr.GetAPIReader()
 	Expect((&detector.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Client: mgr.GetClient(), APIReader: templateReads,
 		Recorder: mgr.GetEventRecorder("detector"), Interpreter: interpreter.Interpreter{},
+		Templates: templates,
 	}).SetupWithManager(mgr, detector.Options{Workers: 4})).To(Succeed())
 	fleettest.StartManager(mgr)
 }, NodeTimeout(3*time.Minute))

@@ -1,0 +1,49 @@
+package detector_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
+)
+
+var _ = Describe("Reading a template once", func() {
+	It("makes a new template's binding from the claim's answer and hands that version to the binding controller", func(ctx SpecContext) {
+		ns := "det-handoff"
+		env.TemplateNamespace(ctx, ns)
+		pp := createPP(ctx, ns, "web", policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"})
+		web := fleettest.Deployment(ns, "web", 3)
+		Expect(env.Host.Create(ctx, web)).To(Succeed())
+		expectClaimedBy(ctx, web, pp)
+
+		Expect(templateReads.Gets(client.ObjectKeyFromObject(web))).To(BeZero(),
+			"the claim patch answers with the whole template: the detector reads it no more")
+		b := rb(ns, "Deployment", "web")
+		env.Get(ctx, Default, b)
+		got, ok := templates.Take(web.UID, b.Spec.Resource.ResourceVersion)
+		Expect(ok).To(BeTrue(), "the version the binding names is handed over")
+		Expect(got.GetLabels()).To(HaveKeyWithValue(wellknown.PropagationPolicyPermanentIDLabel, string(pp.UID)),
+			"it is the claimed template")
+		replicas, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas")
+		Expect(replicas).To(Equal(int64(3)))
+
+		By("reading the template from the host when it changes and the claim stays")
+		patch := client.MergeFrom(web.DeepCopy())
+		web.Spec.Replicas = ptr.To[int32](4)
+		Expect(env.Host.Patch(ctx, web, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			env.Get(ctx, g, b)
+			g.Expect(b.Spec.Replicas).To(Equal(int32(4)))
+		}).WithContext(ctx).Should(Succeed())
+		Expect(templateReads.Gets(client.ObjectKeyFromObject(web))).To(BeNumerically(">=", 1))
+		got, ok = templates.Take(web.UID, b.Spec.Resource.ResourceVersion)
+		Expect(ok).To(BeTrue(), "the new version is handed over too")
+		replicas, _, _ = unstructured.NestedInt64(got.Object, "spec", "replicas")
+		Expect(replicas).To(Equal(int64(4)))
+	})
+})
