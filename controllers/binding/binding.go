@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -99,6 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	var renderErrs, writeErrs []error
 	var written []string
+	var writes []workWrite
 	var waiting bool
 	wanted := map[string]bool{}
 	if targets := bindings.Targets(spec); len(targets) > 0 {
@@ -135,29 +137,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				waiting = true
 				continue
 			}
-			changed, err := r.apply(ctx, existing[tc.Name], work)
-			if apierrors.IsAlreadyExists(err) {
-				// A Work of the same name that is not (yet) this binding's: one of the
-				// template's previous binding. Wait while it is being deleted; take it over
-				// when it was left behind.
-				changed, err = r.adopt(ctx, work)
-				if errors.Is(err, errWorkGoing) {
-					waiting = true
-					continue
-				}
-			}
-			if err != nil {
-				// One cluster's failure does not hold back the others' Works.
-				r.Recorder.Eventf(rb, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkFailed, "SyncWork",
-					"Cannot write Work %s/%s: %v", work.Namespace, work.Name, err)
-				writeErrs = append(writeErrs, fmt.Errorf("cluster %s: %w", tc.Name, err))
-				continue
-			}
+			writes = append(writes, workWrite{cluster: tc.Name, cur: existing[tc.Name], want: work})
+		}
+	}
+	// The Works go to different clusters and do not depend on each other: they are written
+	// at once, so a binding costs one request's time, not one per cluster.
+	r.writeWorks(ctx, writes)
+	for _, w := range writes {
+		switch {
+		case errors.Is(w.err, errWorkGoing):
+			waiting = true
+		case w.err != nil:
+			// One cluster's failure does not hold back the others' Works.
+			r.Recorder.Eventf(rb, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkFailed, "SyncWork",
+				"Cannot write Work %s/%s: %v", w.want.Namespace, w.want.Name, w.err)
+			writeErrs = append(writeErrs, fmt.Errorf("cluster %s: %w", w.cluster, w.err))
+		case w.changed && w.cur != nil:
 			// Works written anew (not created) are news; a first propagation is told by the
 			// binding's FullyApplied event (one success event per propagation, not per stage).
-			if changed && existing[tc.Name] != nil {
-				written = append(written, tc.Name)
-			}
+			written = append(written, w.cluster)
 		}
 	}
 	// A cluster being left gracefully keeps its Work, as it is, until its eviction task is
@@ -190,6 +188,45 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: workGoneRetry}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// workWrite is one Work to write and how it went.
+type workWrite struct {
+	cluster   string
+	cur, want *workv1alpha1.Work
+	changed   bool
+	err       error
+}
+
+// maxParallelWrites bounds the requests one reconcile has in flight at once.
+const maxParallelWrites = 8
+
+// writeWorks writes the Works concurrently, recording each outcome in its workWrite.
+func (r *Reconciler) writeWorks(ctx context.Context, writes []workWrite) {
+	parallel(len(writes), func(i int) {
+		w := &writes[i]
+		w.changed, w.err = r.apply(ctx, w.cur, w.want)
+		if apierrors.IsAlreadyExists(w.err) {
+			// A Work of the same name that is not (yet) this binding's: one of the
+			// template's previous binding. Wait while it is being deleted; take it over
+			// when it was left behind.
+			w.changed, w.err = r.adopt(ctx, w.want)
+		}
+	})
+}
+
+// parallel runs f(0) ... f(n-1), at most maxParallelWrites at once, and waits for them all.
+func parallel(n int, f func(i int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	var g errgroup.Group
+	g.SetLimit(maxParallelWrites)
+	for i := range n {
+		g.Go(func() error { f(i); return nil })
+	}
+	_ = g.Wait()
 }
 
 // template returns the binding's template: the version the binding names when the detector
@@ -380,15 +417,26 @@ func (r *Reconciler) finalize(ctx context.Context, rb client.Object) error {
 	if err != nil {
 		return err
 	}
+	list := make([]*workv1alpha1.Work, 0, len(works))
 	for _, w := range works {
+		list = append(list, w)
+	}
+	errs := make([]error, len(list))
+	parallel(len(list), func(i int) {
+		w := list[i]
 		if preserve && !ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {
 			before := w.DeepCopy()
 			w.Spec.PreserveResourcesOnDeletion = ptr.To(true)
 			if err := r.Client.Patch(ctx, w, client.MergeFrom(before)); err != nil {
-				return client.IgnoreNotFound(err)
+				// Not deleted unpreserved: the next pass tries again.
+				errs[i] = err
+				return
 			}
 		}
-		if err := client.IgnoreNotFound(r.Client.Delete(ctx, w)); err != nil {
+		errs[i] = r.Client.Delete(ctx, w)
+	})
+	for _, err := range errs {
+		if client.IgnoreNotFound(err) != nil {
 			return err
 		}
 	}
