@@ -27,6 +27,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/rebalancer"
 	schedulercontroller "github.com/flotilla-io/flotilla/controllers/scheduler"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
+	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/customization"
 	"github.com/flotilla-io/flotilla/internal/handoff"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
@@ -176,16 +177,25 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	// Templates the detector reads whole are handed to the binding controller, which then
 	// renders them without reading them again.
 	templates := handoff.New(handoff.DefaultSize, handoff.DefaultTTL)
+	newRB := func() client.Object { return &workv1alpha2.ResourceBinding{} }
+	newCRB := func() client.Object { return &workv1alpha2.ClusterResourceBinding{} }
+	schedulers := map[string]*schedulercontroller.Reconciler{}
+	for kind, nb := range map[string]func() client.Object{"ResourceBinding": newRB, "ClusterResourceBinding": newCRB} {
+		schedulers[kind] = &schedulercontroller.Reconciler{
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("default-scheduler"), Scheduler: sched,
+			SchedulerName: o.SchedulerName, NewBinding: nb,
+		}
+	}
 	detectorRef = &detector.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("detector"), Interpreter: interp, Dependencies: deps,
-		Templates: templates,
+		// New bindings are created scheduled when they can be (the scheduler's first
+		// placement, without its spec write).
+		Templates: templates, Placer: schedulers["ResourceBinding"],
 	}
 	if err := detectorRef.SetupWithManager(mgr, detector.Options{Workers: o.Workers}); err != nil {
 		return nil, err
 	}
-	newRB := func() client.Object { return &workv1alpha2.ResourceBinding{} }
-	newCRB := func() client.Object { return &workv1alpha2.ClusterResourceBinding{} }
 	for _, nb := range []func() client.Object{newRB, newCRB} {
 		if err := (&binding.Reconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("binding-controller"),
@@ -193,10 +203,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		}).SetupWithManager(mgr, o.Workers); err != nil {
 			return nil, err
 		}
-		if err := (&schedulercontroller.Reconciler{
-			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("default-scheduler"), Scheduler: sched,
-			SchedulerName: o.SchedulerName, NewBinding: nb,
-		}).SetupWithManager(mgr, o.Workers); err != nil {
+		if err := schedulers[bindings.Kind(nb())].SetupWithManager(mgr, o.Workers); err != nil {
 			return nil, err
 		}
 		fo := o.Failover

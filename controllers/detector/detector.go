@@ -53,6 +53,12 @@ type Dependencies interface {
 	Appeared(gvk schema.GroupVersionKind, key types.NamespacedName) bool
 }
 
+// Placer places a binding that is about to be created (the scheduler's PlaceNew). It writes
+// nothing; a binding it does not place is created unscheduled, for the scheduler.
+type Placer interface {
+	PlaceNew(ctx context.Context, rb client.Object) (bool, error)
+}
+
 // Reconciler binds templates to policies. Create it with New and add it with SetupWithManager.
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the host.
@@ -68,6 +74,8 @@ type Reconciler struct {
 	// Templates, when set, is handed every template read whole for a binding, so that the
 	// binding controller renders that version without reading it again.
 	Templates *handoff.Templates
+	// Placer, when set, gives a new binding its first placement before it is created.
+	Placer Placer
 
 	watcher *watcher
 
@@ -514,6 +522,12 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 		desired.SetLabels(l)
 		// The binding controller's finalizer, set now to save it a write.
 		desired.SetFinalizers([]string{wellknown.BindingControllerFinalizer})
+		if r.Placer != nil {
+			// Created scheduled when it can be: the scheduler need not write its spec.
+			if _, err := r.Placer.PlaceNew(ctx, desired); err != nil {
+				ctrl.LoggerFrom(ctx).V(1).Info("No first placement at creation; the scheduler places the binding", "error", err.Error())
+			}
+		}
 		err := r.Client.Create(ctx, desired)
 		if err == nil || apierrors.IsAlreadyExists(err) {
 			r.created.Store(key, time.Now())

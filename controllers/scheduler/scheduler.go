@@ -356,3 +356,45 @@ func describe(tcs []workv1alpha2.TargetCluster) string {
 	}
 	return b.String()
 }
+
+// PlaceNew gives a binding that is about to be created its first placement, so that it is
+// created scheduled: one write for the detector's stage and the scheduler's placement, and
+// one stage less before its Works are rendered. It writes nothing. The scheduler's reconcile
+// of the new binding then finds nothing to schedule and records Scheduled in its status.
+//
+// It places only what this scheduler would place at once: a binding of this scheduler, not
+// suspended, with one cluster affinity (a placement with clusterAffinities groups records the
+// group chosen in the status, which is the reconcile's). Anything it does not place, or
+// cannot (unschedulable, invalid), is left to the scheduler's reconcile, which retries and
+// reports it as before. It reports whether it placed rb.
+func (r *Reconciler) PlaceNew(ctx context.Context, rb client.Object) (bool, error) {
+	spec := bindings.Spec(rb)
+	if spec.Placement == nil || len(spec.Clusters) > 0 || len(spec.Placement.ClusterAffinities) > 0 ||
+		!r.mine(spec.SchedulerName) || suspended(spec) {
+		return false, nil
+	}
+	start := time.Now()
+	clusters, err := r.clusters(ctx)
+	if err != nil {
+		return false, err
+	}
+	result, err := r.Scheduler.Schedule(scheduler.Input{Spec: spec, Status: &workv1alpha2.ResourceBindingStatus{},
+		Annotations: rb.GetAnnotations()}, clusters)
+	if err != nil || len(result.Clusters) == 0 {
+		// The reconcile schedules it, and reports why it cannot.
+		return false, nil
+	}
+	placement, err := scheduler.AppliedPlacement(spec.Placement)
+	if err != nil {
+		return false, nil
+	}
+	observeAttempt(start, nil)
+	spec.Clusters = result.Clusters
+	ann := rb.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[wellknown.AppliedPlacementAnnotation] = placement
+	rb.SetAnnotations(ann)
+	return true, nil
+}

@@ -33,6 +33,9 @@ var (
 	host *localcluster.Cluster
 	c    client.Client
 
+	// placer is the suite's ResourceBinding scheduler, for PlaceNew.
+	placer *schedulercontroller.Reconciler
+
 	requestsMu sync.Mutex
 	requests   = map[string]int{} // "METHOD path" → requests of the scheduler's manager
 )
@@ -118,10 +121,14 @@ func startScheduler(h *localcluster.Cluster, workers int, qps float32) (func(), 
 		func() client.Object { return &workv1alpha2.ResourceBinding{} },
 		func() client.Object { return &workv1alpha2.ClusterResourceBinding{} },
 	} {
-		if err := (&schedulercontroller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("default-scheduler"),
-			Scheduler: s, NewBinding: nb}).SetupWithManager(mgr, workers); err != nil {
+		r := &schedulercontroller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("default-scheduler"),
+			Scheduler: s, NewBinding: nb}
+		if err := r.SetupWithManager(mgr, workers); err != nil {
 			cancel()
 			return nil, err
+		}
+		if _, ok := nb().(*workv1alpha2.ResourceBinding); ok && placer == nil {
+			placer = r
 		}
 	}
 	done := make(chan struct{})
