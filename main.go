@@ -34,6 +34,7 @@ import (
 
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/controllers"
+	"github.com/flotilla-io/flotilla/internal/hostclient"
 	"github.com/flotilla-io/flotilla/internal/hostmetrics"
 )
 
@@ -65,8 +66,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a leader's Lease lasts without renewal.")
 	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps retrying to renew before it gives up leadership.")
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew the Lease.")
-	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 100, "Client-side QPS limit towards the host apiserver. The host's API Priority and Fairness protects it too.")
-	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 200, "Client-side burst towards the host apiserver.")
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", hostclient.DefaultQPS, "Client-side limit of the manager's requests per second to the host apiserver, all kinds together; 0 or less leaves the pace to the host's API Priority and Fairness alone, which also applies.")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", hostclient.DefaultBurst, "Client-side burst of requests to the host apiserver, all kinds together.")
 	fs.DurationVar(&o.gracefulShutdownTime, "graceful-shutdown-timeout", 30*time.Second, "How long reconcilers get to finish on shutdown.")
 	d := controllers.DefaultOptions
 	fs.IntVar(&o.controllers.Workers, "concurrent-reconciles", d.Workers, "Concurrent reconciles per controller.")
@@ -120,9 +121,9 @@ func main() {
 func run(cfg *rest.Config, o options) error {
 	log := ctrl.Log.WithName("setup")
 	ctx := ctrl.SetupSignalHandler()
-	cfg.QPS = float32(o.kubeAPIQPS)
-	cfg.Burst = o.kubeAPIBurst
 	hostmetrics.Instrument(cfg)
+	// One budget for every request to the host; leader election outside it.
+	leaderElectionCfg := hostclient.Configure(cfg, o.kubeAPIQPS, o.kubeAPIBurst)
 	// How long requests wait on the client-side limiters, and how long they take: what
 	// --kube-api-qps and --member-api-qps cost (the bench prints them).
 	metrics.RegisterRESTClientMetrics(metrics.MetricRateLimiterLatency, metrics.MetricRequestLatency)
@@ -134,6 +135,7 @@ func run(cfg *rest.Config, o options) error {
 		HealthProbeBindAddress:  o.probeAddr,
 		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,
+		LeaderElectionConfig:    leaderElectionCfg,
 		LeaderElectionID:        o.leaderElectionID,
 		LeaderElectionNamespace: leaderElectionNamespace(o.leaderElectionNS),
 		LeaseDuration:           &o.leaseDuration,

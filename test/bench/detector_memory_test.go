@@ -28,6 +28,7 @@ import (
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers"
+	"github.com/flotilla-io/flotilla/internal/hostclient"
 	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/internal/localcluster"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
@@ -164,7 +165,7 @@ func startInProcessManager(ctx context.Context, tb testing.TB, env *framework.En
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg.QPS, cfg.Burst = 100, 200 // main.go's --kube-api-qps and --kube-api-burst defaults
+	hostclient.Configure(cfg, hostclient.DefaultQPS, hostclient.DefaultBurst) // main.go's defaults
 	mgr := newBenchManager(tb, cfg)
 	mctx, cancel := context.WithCancel(ctx)
 	if _, err := controllers.Setup(mctx, mgr, controllers.Options{}); err != nil {

@@ -1,0 +1,53 @@
+// Package hostclient sets the manager's client-side limit towards the host apiserver.
+//
+// controller-runtime gives every kind its own REST client, and client-go gives every REST
+// client its own token bucket: a limit of 100 QPS "per client" is 100 per kind, and the
+// manager's real rate is that times the kinds it writes, a number nobody chose. The busiest
+// kind (Works: a create and a status write per member) is held back while the others idle.
+// Configure instead makes one budget for every request to the host, whatever the kind,
+// which is both the bound the host's operators can reason about and the rate the chain can
+// spend where the work is. The host's API Priority and Fairness still queues the manager's
+// flow behind more important ones.
+//
+// The leader election Lease gets a client of its own, outside that budget: renewing
+// leadership never waits behind a bulk of Work writes.
+package hostclient
+
+import (
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+)
+
+const (
+	// DefaultQPS and DefaultBurst are the manager's budget towards the host, all kinds
+	// together.
+	DefaultQPS   = 500
+	DefaultBurst = 1000
+
+	// leaderElectionQPS and leaderElectionBurst are the leader election client's own limit:
+	// one renewal every retry period needs little.
+	leaderElectionQPS   = 5
+	leaderElectionBurst = 10
+)
+
+// Configure sets cfg's client-side limit to one token bucket of qps and burst shared by
+// every client made from cfg (or a copy of it). A qps of zero or less disables the limit:
+// the host's API Priority and Fairness alone paces the manager. It returns the config of the
+// leader election client, which has a limit of its own.
+func Configure(cfg *rest.Config, qps float64, burst int) (leaderElection *rest.Config) {
+	leaderElection = rest.CopyConfig(cfg)
+	leaderElection.RateLimiter = nil
+	leaderElection.QPS, leaderElection.Burst = leaderElectionQPS, leaderElectionBurst
+
+	if qps <= 0 {
+		cfg.RateLimiter = nil
+		cfg.QPS, cfg.Burst = -1, 0
+		return leaderElection
+	}
+	if burst < 1 {
+		burst = 1
+	}
+	cfg.QPS, cfg.Burst = float32(qps), burst
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(float32(qps), burst)
+	return leaderElection
+}
