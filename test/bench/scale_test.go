@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -378,6 +379,15 @@ func plotObjects(file, title string, series []point, allObjects, allFully, delet
 		p.Legend.Add(m.what, l)
 	}
 	p.Y.Max = 1.3 * top // room for the legend above the curve
+	p.Y.Tick.Marker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+		ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+		for i := range ticks {
+			if ticks[i].Label != "" {
+				ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', -1, 64) // counts, not 500.00
+			}
+		}
+		return ticks
+	})
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Legend.ThumbnailWidth = vg.Points(20)
