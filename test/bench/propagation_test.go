@@ -65,6 +65,10 @@ const benchImage = "nginx:1.27"
 
 var members = []string{"member1", "member2", "member3"}
 
+// The bench's own clients and caches log through controller-runtime; the manager, a
+// process of its own, keeps its log.
+func init() { crlog.SetLogger(logr.Discard()) }
+
 func BenchmarkPropagation(b *testing.B) {
 	t, details := propagation(b)
 	// Item 3's idle manager, opt-in (it starts 10 more members): its rows join the table.
@@ -426,7 +430,6 @@ func newWatcher(ctx context.Context, b *testing.B, env *framework.Env, memberNam
 // watchBindings records when each binding is first seen FullyApplied, from a watch (a
 // list every few milliseconds would load the host with thousands of bindings).
 func (w *watcher) watchBindings(ctx context.Context, b *testing.B, env *framework.Env) {
-	crlog.SetLogger(logr.Discard()) // the cache's informers log through controller-runtime
 	c, err := crcache.New(env.Fleet.Host.RESTConfig(), crcache.Options{Scheme: env.Host.Scheme(),
 		DefaultNamespaces: map[string]crcache.Config{namespace: {}}})
 	if err != nil {

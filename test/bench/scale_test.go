@@ -87,6 +87,7 @@ func BenchmarkScale(b *testing.B) {
 	var details []string
 	for _, p := range cfg.placements {
 		r := s.run(ctx, b, p)
+		printColumns([][]string{rows[0], r.row}) // now, in case a later run does not finish
 		rows = append(rows, r.row)
 		details = append(details, r.details...)
 	}
