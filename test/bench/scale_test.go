@@ -380,21 +380,24 @@ func plotObjects(file, title string, series []point, allObjects, allFully, delet
 		p.Legend.Add(m.what, l)
 	}
 	p.Y.Max = 1.3 * top // room for the legend above the curve
-	p.Y.Tick.Marker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
-		ticks := plot.DefaultTicks{}.Ticks(lo, hi)
-		for i := range ticks {
-			if ticks[i].Label != "" {
-				ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', -1, 64) // counts, not 500.00
-			}
-		}
-		return ticks
-	})
+	p.X.Tick.Marker, p.Y.Tick.Marker = plainTicks, plainTicks
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Legend.ThumbnailWidth = vg.Points(20)
 	p.Legend.Padding = vg.Points(2)
 	return p.Save(9*vg.Inch, 4.5*vg.Inch, file)
 }
+
+// plainTicks are gonum's default ticks labelled as the numbers they are (250, not 250.00).
+var plainTicks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', -1, 64)
+		}
+	}
+	return ticks
+})
 
 // loadAverage is the 1-, 5- and 15-minute load average of the machine.
 func loadAverage() string {
