@@ -72,6 +72,10 @@ bench: k8s-bins ## Benchmarks: scheduler cycles, propagation of 1,000 Deployment
 	go test -run '^$$' -bench . -benchtime 5000x ./internal/customization/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/...
 
+.PHONY: bench-scale
+bench-scale: k8s-bins ## Opt-in scale bench: 20 apiserver-only members, 5,000 Divided and 1,000 Duplicated templates, one manager; table and PNG plots (docs/bench-scale/). FLOTILLA_SCALE_* size it.
+	FLOTILLA_BENCH_SCALE=1 go test -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 250m ./test/bench/
+
 .PHONY: soak
 soak: k8s-bins ## Chaos soak (not part of make test's long run): SOAK_DURATION (default 10m; or FLOTILLA_SOAK_DURATION) of random changes, manager kills, member restarts; SOAK_SEED replays a run.
 	go test ./test/soak/ -run 'TestSoak$$' -v -count=1 -timeout 0 -soak.long $(if $(SOAK_DURATION),-soak.duration=$(SOAK_DURATION)) $(if $(SOAK_SEED),-soak.seed=$(SOAK_SEED))

@@ -293,13 +293,25 @@ func (t *targetTable) notMeasured(what, why, target string) {
 }
 
 func (t *targetTable) print() {
-	w := [4]int{}
-	for _, r := range append([][4]string{{"figure", "measured", "target", ""}}, t.rows...) {
+	rows := [][]string{{"figure", "measured", "target", ""}}
+	for _, r := range t.rows {
+		rows = append(rows, r[:])
+	}
+	printColumns(rows)
+}
+
+// printColumns prints rows as left-aligned columns two spaces apart, widths in runes.
+func printColumns(rows [][]string) {
+	var w []int
+	for _, r := range rows {
 		for i, c := range r {
+			if i == len(w) {
+				w = append(w, 0)
+			}
 			w[i] = max(w[i], utf8.RuneCountInString(c))
 		}
 	}
-	for _, r := range append([][4]string{{"figure", "measured", "target", ""}}, t.rows...) {
+	for _, r := range rows {
 		for i, c := range r {
 			fmt.Print(c, strings.Repeat(" ", w[i]-utf8.RuneCountInString(c)+2))
 		}
