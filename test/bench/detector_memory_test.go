@@ -28,8 +28,8 @@ import (
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers"
-	"github.com/flotilla-io/flotilla/internal/hostclient"
 	"github.com/flotilla-io/flotilla/controllers/detector"
+	"github.com/flotilla-io/flotilla/internal/hostclient"
 	"github.com/flotilla-io/flotilla/internal/localcluster"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
 )
