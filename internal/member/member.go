@@ -97,25 +97,32 @@ type Member struct {
 // The cache holds objects without managedFields and without the fields cachetrim drops (the
 // pod templates of built-in workloads); for a trimmed kind that Options.Whole names, Cached
 // reads the member apiserver instead.
-func (m *Member) Cached() client.Reader { return cachedReader{m} }
+func (m *Member) Cached() client.Reader {
+	return cachedReader{cache: m.cache, live: m.Client, whole: m.whole}
+}
 
-type cachedReader struct{ m *Member }
+// cachedReader reads the member cache, or the member itself for a trimmed kind whole names.
+type cachedReader struct {
+	cache client.Reader
+	live  client.Client
+	whole func(schema.GroupVersionKind) bool
+}
 
 func (r cachedReader) reader(obj runtime.Object, list bool) client.Reader {
-	if r.m.whole == nil {
-		return r.m.cache
+	if r.whole == nil {
+		return r.cache
 	}
-	gvk, err := r.m.Client.GroupVersionKindFor(obj)
+	gvk, err := r.live.GroupVersionKindFor(obj)
 	if err != nil {
-		return r.m.cache
+		return r.cache
 	}
 	if list {
 		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
 	}
-	if cachetrim.Trimmed(gvk.GroupKind()) && r.m.whole(gvk) {
-		return r.m.Client
+	if cachetrim.Trimmed(gvk.GroupKind()) && r.whole(gvk) {
+		return r.live
 	}
-	return r.m.cache
+	return r.cache
 }
 
 func (r cachedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
