@@ -21,7 +21,9 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -36,6 +38,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers"
 	"github.com/flotilla-io/flotilla/internal/hostclient"
 	"github.com/flotilla-io/flotilla/internal/hostmetrics"
+	"github.com/flotilla-io/flotilla/internal/memlimit"
 )
 
 // options are the manager's flags. README.md has the table of them.
@@ -54,6 +57,7 @@ type options struct {
 	gracefulShutdownTime time.Duration
 	controllers          controllers.Options
 	memberQPS            float64
+	memoryLimit          string
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -68,6 +72,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew the Lease.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", hostclient.DefaultQPS, "Client-side limit of the manager's requests per second to the host apiserver, all kinds together; 0 or less leaves the pace to the host's API Priority and Fairness alone, which also applies.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", hostclient.DefaultBurst, "Client-side burst of requests to the host apiserver, all kinds together.")
+	fs.StringVar(&o.memoryLimit, "memory-limit", "", "Go soft memory limit (a quantity, e.g. 400Mi; \"0\": none): the garbage collector runs more often near it. "+
+		"Default: "+fmt.Sprint(memlimit.Percent)+"% of $"+memlimit.EnvContainerLimit+" (config/manager sets it to the container's memory limit), unless $GOMEMLIMIT is set.")
 	fs.DurationVar(&o.gracefulShutdownTime, "graceful-shutdown-timeout", 30*time.Second, "How long reconcilers get to finish on shutdown.")
 	d := controllers.DefaultOptions
 	fs.IntVar(&o.controllers.Workers, "concurrent-reconciles", d.Workers, "Concurrent reconciles per controller.")
@@ -106,6 +112,16 @@ func main() {
 	// hostmetrics.Logger lets the host request counter name the controller of each request.
 	ctrl.SetLogger(hostmetrics.Logger(zap.New(zap.UseFlagOptions(&zapOpts))))
 	log := ctrl.Log.WithName("setup")
+
+	limit, from, err := memlimit.Soft(o.memoryLimit, os.Getenv)
+	if err != nil {
+		log.Error(err, "Bad memory limit")
+		os.Exit(1)
+	}
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+		log.Info("Go soft memory limit set", "bytes", limit, "from", from)
+	}
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

@@ -42,6 +42,20 @@ func CacheOptions() cache.Options {
 	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 }
 
+// readsMemberObjects reports whether a customization interprets member objects of the kind
+// (retention, status reflection or health), and so may read fields the member caches trim.
+func readsMemberObjects(interp interpreter.Interpreter, gvk schema.GroupVersionKind) bool {
+	if interp.Customizations == nil {
+		return false
+	}
+	for _, op := range []interpreter.Operation{interpreter.OperationRetain, interpreter.OperationReflectStatus, interpreter.OperationInterpretHealth} {
+		if interp.Customized(gvk, op) {
+			return true
+		}
+	}
+	return false
+}
+
 // Options configure the reconcilers. Zero values take the defaults in DefaultOptions.
 type Options struct {
 	// Workers is the number of concurrent reconciles per controller.
@@ -108,8 +122,14 @@ func (o *Options) defaults() {
 // manager they share.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, error) {
 	o.defaults()
+	// The store of customizations is made before the member manager: the member caches trim
+	// the pod templates of built-in workloads, and a kind a customization interprets on
+	// member objects is read whole from the member instead (member.Options.Whole).
+	var store *customization.Store
+	interp := interpreter.Interpreter{}
 	members := member.NewManager(mgr.GetScheme(), member.Options{
 		QPS: o.MemberQPS, Burst: o.MemberBurst, FailureThreshold: o.FailureThreshold, ProbeInterval: o.ProbeInterval,
+		Whole: func(gvk schema.GroupVersionKind) bool { return readsMemberObjects(interp, gvk) },
 	})
 	// Member connections (caches, probe goroutines) end with the manager.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -140,7 +160,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 			go workStatusRef.RequeueKind(ctx, gk)
 		}
 	})
-	store := customization.NewStore(customization.Options{OnFailure: ricController.Failed})
+	store = customization.NewStore(customization.Options{OnFailure: ricController.Failed})
 	ricController.Store = store
 	if err := ricController.LoadAll(ctx, mgr.GetAPIReader()); err != nil {
 		ctrl.LoggerFrom(ctx).Info("Cannot list ResourceInterpreterCustomizations at start; their controller loads them", "error", err.Error())
@@ -148,7 +168,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	if err := ricController.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	interp := interpreter.Interpreter{Customizations: store}
+	interp.Customizations = store
 	if err := binding.SetupIndexes(ctx, mgr); err != nil {
 		return nil, err
 	}

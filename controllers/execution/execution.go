@@ -617,10 +617,15 @@ func (r *Reconciler) setApplied(ctx context.Context, work *workv1alpha1.Work, st
 	}
 	// The execution controller is the only writer of Work conditions, and the work-status
 	// controller of manifestStatuses once they exist, so a merge patch of just these fields
-	// cannot overwrite anyone.
+	// cannot overwrite anyone. The patch always carries them: it is computed against a copy
+	// without them, not against the cached Work, which may still show the condition as it was
+	// before our last write (a patch against it would be empty, and the host would keep that
+	// write's value).
 	before := work.DeepCopy()
+	meta.RemoveStatusCondition(&before.Status.Conditions, wellknown.WorkConditionApplied)
 	meta.SetStatusCondition(&work.Status.Conditions, cond)
 	if len(statuses) > 0 {
+		before.Status.ManifestStatuses = nil
 		work.Status.ManifestStatuses = statuses
 	}
 	if err := r.Client.Status().Patch(ctx, work, client.MergeFrom(before)); err != nil {

@@ -225,6 +225,43 @@ var _ = Describe("A member that stops answering", Ordered, func() {
 	})
 })
 
+var _ = Describe("A member that comes back while the Work cache lags", Ordered, func() {
+	var w *workv1alpha1.Work
+	var applied *workv1alpha1.Work
+
+	BeforeAll(func(ctx SpecContext) {
+		cm := fleettest.ConfigMap("exec-stale", "cfg", map[string]string{"k": "v"})
+		w = createWork(ctx, "member1", cm)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		applied = &workv1alpha1.Work{}
+		env.Get(ctx, Default, w)
+		w.DeepCopyInto(applied)
+	})
+
+	// Regression (issue 16): the controller wrote Applied=Unknown while the member was down;
+	// when it came back, its cached Work still showed the Applied=True from before, so the
+	// merge patch of Applied=True against that copy was empty, and the condition it
+	// remembered writing (True) kept it from ever writing it again: the Work stayed Unknown.
+	It("has its Work marked Applied=True again, though its cached copy still shows True", func(ctx SpecContext) {
+		m := env.Fleet.Member("member1")
+		Expect(m.StopAPIServer()).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			stale.unpin(w)
+			if m.Healthy(ctx) != nil {
+				Expect(m.StartAPIServer(ctx)).To(Succeed())
+			}
+			env.WaitClustersReady(ctx, "member1")
+		})
+		env.ExpectApplied(ctx, w, metav1.ConditionUnknown, wellknown.ReasonClusterUnreachable)
+
+		// The controller now reads the Work as it was before the member went down.
+		stale.pin(applied)
+		Expect(m.StartAPIServer(ctx)).To(Succeed())
+		env.WaitClustersReady(ctx, "member1")
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+	})
+})
+
 var _ = Describe("Works created without the execution finalizer", func() {
 	// Regression (issue 9): a Work created without the finalizer karmada.io/execution-controller
 	// got it added by a patch that changes no generation, so the predicate dropped the update

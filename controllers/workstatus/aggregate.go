@@ -2,6 +2,7 @@ package workstatus
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -75,7 +76,9 @@ type AggregateReconciler struct {
 // first.
 func bindingMemo(rb client.Object, cond metav1.Condition, items []workv1alpha2.AggregatedStatusItem, clustersReady string) string {
 	data, _ := json.Marshal(items)
-	return fmt.Sprintf("%s/%s/%d/%s/%s/%s/%s", cond.Status, rb.GetUID(), rb.GetGeneration(), cond.Reason, cond.Message, clustersReady, data)
+	// Kept per binding for the manager's lifetime: a digest, not the statuses themselves.
+	full := fmt.Sprintf("%s/%s/%d/%s/%s/%s/%s", cond.Status, rb.GetUID(), rb.GetGeneration(), cond.Reason, cond.Message, clustersReady, data)
+	return fmt.Sprintf("%s/%x", cond.Status, sha256.Sum256([]byte(full)))
 }
 
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings/status;clusterresourcebindings/status,verbs=get;update;patch
@@ -254,7 +257,8 @@ func (r *AggregateReconciler) writeTemplateStatus(ctx context.Context, key types
 	if err != nil {
 		return err
 	}
-	memo := string(spec.Resource.UID) + string(patch)
+	// Kept per binding for the manager's lifetime: a digest, not the status itself.
+	memo := sha256.Sum256(append([]byte(spec.Resource.UID), patch...))
 	if last, ok := r.written.Load(key); ok && last == memo {
 		return nil
 	}

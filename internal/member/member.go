@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/internal/cachetrim"
 )
 
 // ErrNotConnected is returned by Get for a member without a healthy connection.
@@ -52,6 +54,10 @@ type Options struct {
 	// ProbeInterval is how often each connected member is probed, by a goroutine of its own:
 	// a member that does not answer holds only that goroutine.
 	ProbeInterval time.Duration
+	// Whole reports the kinds whose objects readers must see whole although the member
+	// caches trim them (cachetrim.Trimmed: a customization interprets them and may read any
+	// field): Cached reads those from the member apiserver. Nil: none.
+	Whole func(schema.GroupVersionKind) bool
 }
 
 // DefaultOptions are the options used when fields are zero.
@@ -72,6 +78,7 @@ type Member struct {
 	Config *rest.Config
 
 	cache       cache.Cache
+	whole       func(schema.GroupVersionKind) bool
 	ctx         context.Context
 	cancel      context.CancelFunc
 	fingerprint string
@@ -86,7 +93,45 @@ type Member struct {
 
 // Cached returns the member's cache of managed objects. Call Watch first for the object's
 // kind: reading a kind that is not watched starts an informer for it.
-func (m *Member) Cached() client.Reader { return m.cache }
+//
+// The cache holds objects without managedFields and without the fields cachetrim drops (the
+// pod templates of built-in workloads); for a trimmed kind that Options.Whole names, Cached
+// reads the member apiserver instead.
+func (m *Member) Cached() client.Reader {
+	return cachedReader{cache: m.cache, live: m.Client, whole: m.whole}
+}
+
+// cachedReader reads the member cache, or the member itself for a trimmed kind whole names.
+type cachedReader struct {
+	cache client.Reader
+	live  client.Client
+	whole func(schema.GroupVersionKind) bool
+}
+
+func (r cachedReader) reader(obj runtime.Object, list bool) client.Reader {
+	if r.whole == nil {
+		return r.cache
+	}
+	gvk, err := r.live.GroupVersionKindFor(obj)
+	if err != nil {
+		return r.cache
+	}
+	if list {
+		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	}
+	if cachetrim.Trimmed(gvk.GroupKind()) && r.whole(gvk) {
+		return r.live
+	}
+	return r.cache
+}
+
+func (r cachedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return r.reader(obj, false).Get(ctx, key, obj, opts...)
+}
+
+func (r cachedReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return r.reader(list, true).List(ctx, list, opts...)
+}
 
 // Healthy reports whether the last probes succeeded.
 func (m *Member) Healthy() bool {
@@ -285,7 +330,7 @@ func (m *Manager) build(ctx context.Context, name string, cfg *rest.Config, fp s
 		Mapper:                      mapper,
 		HTTPClient:                  httpClient,
 		DefaultLabelSelector:        managed,
-		DefaultTransform:            cache.TransformStripManagedFields(),
+		DefaultTransform:            cachetrim.MemberObject,
 		ReaderFailOnMissingInformer: true,
 	})
 	if err != nil {
@@ -299,7 +344,7 @@ func (m *Manager) build(ctx context.Context, name string, cfg *rest.Config, fp s
 	}()
 	return &Member{
 		Name: name, Client: cl, Kube: kube, Mapper: mapper, Config: cfg,
-		cache: ca, ctx: cctx, cancel: cancel, fingerprint: fp, watched: map[schema.GroupVersionKind]bool{},
+		cache: ca, whole: m.opts.Whole, ctx: cctx, cancel: cancel, fingerprint: fp, watched: map[schema.GroupVersionKind]bool{},
 	}, nil
 }
 

@@ -3,6 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -76,9 +80,39 @@ func idleManager(b *testing.B, templates int, t *targetTable) {
 	time.Sleep(30 * time.Second)
 	rss, peak := mgr.rss()
 	heap := mgr.scrape(b).gauge("go_gc_heap_live_bytes")
+	saveHeapProfile(b, "idle")
 	t.row(fmt.Sprintf("idle manager, %d templates on %d members: RSS (peak while they propagated)", templates, idleMembers),
 		fmt.Sprintf("%d MiB (%d MiB)", rss/1024, peak/1024), "< 300 MiB", rss/1024 < 300)
 	t.row("  its heap after GC (go_gc_heap_live_bytes)", fmt.Sprintf("%.0f MiB", heap/(1<<20)), "", true)
 	t.row(fmt.Sprintf("  %d templates created → all bindings FullyApplied", templates), took.Round(time.Second).String(), "", true)
 	b.ReportMetric(float64(rss)/1024, "MiB-idle-rss")
+}
+
+// saveHeapProfile writes the manager's heap profile (after a GC) to
+// $TMPDIR/flotilla-bench-heap-NAME.pb.gz when FLOTILLA_BENCH_PPROF names the address the
+// manager serves pprof on (pass the same address in FLOTILLA_BENCH_MANAGER_ARGS as
+// --pprof-bind-address). Read it with `go tool pprof -top -sample_index=inuse_space FILE`.
+func saveHeapProfile(b *testing.B, name string) {
+	addr := os.Getenv("FLOTILLA_BENCH_PPROF")
+	if addr == "" {
+		return
+	}
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		b.Logf("heap profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	path := filepath.Join(os.TempDir(), "flotilla-bench-heap-"+name+".pb.gz")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Logf("heap profile: %v", err)
+		return
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		b.Logf("heap profile: %v", err)
+		return
+	}
+	fmt.Printf("heap profile of the manager: %s\n", path)
 }

@@ -1,0 +1,87 @@
+package member
+
+import (
+	"context"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// Cached reads the cache, except for a trimmed kind (the built-in workloads) that whole
+// names: that one comes from the member whole.
+func TestCachedReadsWholeKindsLive(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	meta := metav1.ObjectMeta{Namespace: "ns", Name: "x"}
+	cached := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&appsv1.Deployment{ObjectMeta: meta}, &appsv1.StatefulSet{ObjectMeta: meta}, &corev1.Service{ObjectMeta: meta}).Build()
+	liveMeta := meta
+	liveMeta.Labels = map[string]string{"from": "member"}
+	live := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&appsv1.Deployment{ObjectMeta: liveMeta}, &appsv1.StatefulSet{ObjectMeta: liveMeta}, &corev1.Service{ObjectMeta: liveMeta}).Build()
+	customized := map[schema.GroupKind]bool{{Group: "apps", Kind: "Deployment"}: true, {Kind: "Service"}: true}
+	r := cachedReader{cache: cached, live: live, whole: func(gvk schema.GroupVersionKind) bool { return customized[gvk.GroupKind()] }}
+	ctx := context.Background()
+	from := func(obj client.Object) string {
+		if obj.GetLabels()["from"] == "member" {
+			return "member"
+		}
+		return "cache"
+	}
+	for _, tc := range []struct {
+		obj  client.Object
+		want string
+	}{
+		{&appsv1.Deployment{}, "member"}, // trimmed and customized
+		{&appsv1.StatefulSet{}, "cache"}, // trimmed, not customized
+		{&corev1.Service{}, "cache"},     // customized, but the cache holds it whole
+		{deploymentU(), "member"},        // unstructured alike
+	} {
+		if err := r.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "x"}, tc.obj); err != nil {
+			t.Fatal(err)
+		}
+		if got := from(tc.obj); got != tc.want {
+			t.Errorf("%T: read from the %s, want the %s", tc.obj, got, tc.want)
+		}
+	}
+	list := &appsv1.DeploymentList{}
+	if err := r.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || from(&list.Items[0]) != "member" {
+		t.Errorf("list of Deployments: %v, want the member's", list.Items)
+	}
+	sts := &appsv1.StatefulSetList{}
+	if err := r.List(ctx, sts); err != nil {
+		t.Fatal(err)
+	}
+	if len(sts.Items) != 1 || from(&sts.Items[0]) != "cache" {
+		t.Errorf("list of StatefulSets: %v, want the cache's", sts.Items)
+	}
+	// Without whole, everything comes from the cache.
+	r.whole = nil
+	d := &appsv1.Deployment{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "x"}, d); err != nil {
+		t.Fatal(err)
+	}
+	if from(d) != "cache" {
+		t.Error("without whole, a Deployment was read from the member")
+	}
+}
+
+func deploymentU() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apps/v1")
+	u.SetKind("Deployment")
+	return u
+}
