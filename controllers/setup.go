@@ -197,6 +197,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	// Templates the detector reads whole are handed to the binding controller, which then
 	// renders them without reading them again.
 	templates := handoff.New(handoff.DefaultSize, handoff.DefaultTTL)
+	// Templates nobody took are let go of even when no more come.
+	if err := mgr.Add(manager.RunnableFunc(templates.Run)); err != nil {
+		return nil, err
+	}
 	newRB := func() client.Object { return &workv1alpha2.ResourceBinding{} }
 	newCRB := func() client.Object { return &workv1alpha2.ClusterResourceBinding{} }
 	schedulers := map[string]*schedulercontroller.Reconciler{}

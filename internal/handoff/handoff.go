@@ -6,16 +6,18 @@
 // changes, so a hand-off is never stale: a binding controller that asks for the version its
 // binding names gets exactly what the detector read, or nothing and reads the host itself.
 // Entries are taken once and expire, so the hand-off holds at most Size templates for at
-// most TTL, whatever the load.
+// most TTL, whatever the load; expired ones are dropped on every use and by Run's sweeps.
 package handoff
 
 import (
+	"container/list"
+	"context"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/cache"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -35,8 +37,24 @@ func init() { metrics.Registry.MustRegister(handoffs) }
 
 // Templates is a bounded, expiring hand-off of templates. A nil *Templates holds nothing.
 type Templates struct {
-	entries *cache.LRUExpireCache
-	ttl     time.Duration
+	mu      sync.Mutex
+	entries map[key]*list.Element
+	// order holds the entries oldest first: expired ones are dropped from its front.
+	order *list.List
+	size  int
+	ttl   time.Duration
+	now   func() time.Time
+}
+
+type key struct {
+	uid             types.UID
+	resourceVersion string
+}
+
+type entry struct {
+	key     key
+	obj     *unstructured.Unstructured
+	expires time.Time
 }
 
 // New returns a hand-off of at most size templates, each kept at most ttl.
@@ -47,12 +65,7 @@ func New(size int, ttl time.Duration) *Templates {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	return &Templates{entries: cache.NewLRUExpireCache(size), ttl: ttl}
-}
-
-type key struct {
-	uid             types.UID
-	resourceVersion string
+	return &Templates{entries: map[key]*list.Element{}, order: list.New(), size: size, ttl: ttl, now: time.Now}
 }
 
 // Put offers a template read whole from the host. The caller must not change obj afterwards.
@@ -60,7 +73,18 @@ func (t *Templates) Put(obj *unstructured.Unstructured) {
 	if t == nil || obj == nil || obj.GetUID() == "" || obj.GetResourceVersion() == "" {
 		return
 	}
-	t.entries.Add(key{obj.GetUID(), obj.GetResourceVersion()}, obj, t.ttl)
+	k := key{obj.GetUID(), obj.GetResourceVersion()}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	t.sweep(now)
+	if el, ok := t.entries[k]; ok {
+		t.remove(el)
+	}
+	t.entries[k] = t.order.PushBack(&entry{key: k, obj: obj, expires: now.Add(t.ttl)})
+	for t.order.Len() > t.size {
+		t.remove(t.order.Front())
+	}
 }
 
 // Take returns the template of that UID at that resourceVersion, if it was offered and has not
@@ -69,15 +93,56 @@ func (t *Templates) Take(uid types.UID, resourceVersion string) (*unstructured.U
 	if t == nil || uid == "" || resourceVersion == "" {
 		return nil, false
 	}
-	k := key{uid, resourceVersion}
-	v, ok := t.entries.Get(k)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sweep(t.now())
+	el, ok := t.entries[key{uid, resourceVersion}]
 	if !ok {
 		handoffs.WithLabelValues("miss").Inc()
 		return nil, false
 	}
-	t.entries.Remove(k)
+	t.remove(el)
 	handoffs.WithLabelValues("hit").Inc()
-	return v.(*unstructured.Unstructured), true
+	return el.Value.(*entry).obj, true
+}
+
+// Sweep drops the expired templates. Put and Take sweep too; a manager calls it now and then
+// so that an idle hand-off lets go of what nobody took.
+func (t *Templates) Sweep() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sweep(t.now())
+}
+
+// Run sweeps every ttl until ctx ends.
+func (t *Templates) Run(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	tick := time.NewTicker(t.ttl)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			t.Sweep()
+		}
+	}
+}
+
+func (t *Templates) sweep(now time.Time) {
+	for el := t.order.Front(); el != nil && !now.Before(el.Value.(*entry).expires); el = t.order.Front() {
+		t.remove(el)
+	}
+}
+
+func (t *Templates) remove(el *list.Element) {
+	t.order.Remove(el)
+	delete(t.entries, el.Value.(*entry).key)
 }
 
 // Len is the number of templates held and not expired.
@@ -85,5 +150,8 @@ func (t *Templates) Len() int {
 	if t == nil {
 		return 0
 	}
-	return len(t.entries.Keys())
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sweep(t.now())
+	return t.order.Len()
 }

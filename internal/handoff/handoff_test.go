@@ -50,11 +50,36 @@ func TestBounded(t *testing.T) {
 }
 
 func TestExpires(t *testing.T) {
-	h := New(8, 10*time.Millisecond)
+	now := time.Unix(0, 0)
+	h := New(8, time.Minute)
+	h.now = func() time.Time { return now }
 	h.Put(tmpl("a", "1"))
-	time.Sleep(30 * time.Millisecond)
+	now = now.Add(30 * time.Second)
+	h.Put(tmpl("b", "1"))
+	now = now.Add(31 * time.Second)
+	// An idle hand-off lets go of what nobody took: a itself, not only on a lookup of it.
+	h.Sweep()
+	if len(h.entries) != 1 || h.order.Len() != 1 {
+		t.Fatalf("after a sweep, %d entries are held, want 1 (b)", len(h.entries))
+	}
 	if _, ok := h.Take("a", "1"); ok {
 		t.Fatal("an expired template was handed off")
+	}
+	if _, ok := h.Take("b", "1"); !ok {
+		t.Fatal("a template was dropped before it expired")
+	}
+}
+
+func TestPutAgainReplaces(t *testing.T) {
+	h := New(2, time.Minute)
+	h.Put(tmpl("a", "1"))
+	h.Put(tmpl("a", "1"))
+	h.Put(tmpl("b", "1"))
+	if h.Len() != 2 {
+		t.Fatalf("Len = %d, want 2: the same version offered twice is held once", h.Len())
+	}
+	if _, ok := h.Take("a", "1"); !ok {
+		t.Fatal("a was evicted by its own second offer")
 	}
 }
 
