@@ -125,11 +125,22 @@ var _ = Describe("Multi-cluster services", func() {
 			if consumerAt == 0 && !equalStates(endpointStates(ctx, g, consumer, ns, consumerSel), consumerBefore) {
 				consumerAt = time.Since(start)
 			}
-			g.Expect(providerAt).NotTo(BeZero())
-			g.Expect(consumerAt).NotTo(BeZero())
+			// The pod is replaced, and member3's derived slice is member1's again. The
+			// replacement may take the deleted pod's address: then member1's slice may show
+			// no change at all (its EndpointSlice controller folds the removal and the
+			// addition into one write), or a short-lived one that ends where it began and that
+			// member3's need not show; either way there is no latency to measure.
+			g.Expect(podUIDs(ctx, g, ns, "member1")).NotTo(ContainElement(victim.UID))
+			g.Expect(providerPodIPs(ctx, g, ns, []string{"member1"})).To(HaveLen(3))
+			g.Expect(endpointStates(ctx, g, consumer, ns, consumerSel)).To(Equal(endpointStates(ctx, g, env.Members["member1"], ns, providerSel)))
 		}).WithContext(ctx).WithPolling(10 * time.Millisecond).Should(Succeed())
-		GinkgoWriter.Printf("MCS latency: pod %s deleted in member1; member1's EndpointSlice changed after %v, member3's derived EndpointSlice after %v (%v after the provider's slice)\n",
-			victim.Name, providerAt.Round(time.Millisecond), consumerAt.Round(time.Millisecond), (consumerAt - providerAt).Round(time.Millisecond))
+		if providerAt == 0 || consumerAt == 0 {
+			GinkgoWriter.Printf("MCS latency: pod %s deleted in member1 and replaced at the same address (member1's EndpointSlice changed after %v, member3's after %v): nothing to measure\n",
+				victim.Name, providerAt.Round(time.Millisecond), consumerAt.Round(time.Millisecond))
+		} else {
+			GinkgoWriter.Printf("MCS latency: pod %s deleted in member1; member1's EndpointSlice changed after %v, member3's derived EndpointSlice after %v (%v after the provider's slice)\n",
+				victim.Name, providerAt.Round(time.Millisecond), consumerAt.Round(time.Millisecond), (consumerAt - providerAt).Round(time.Millisecond))
+		}
 		Eventually(func(g Gomega) {
 			g.Expect(providerPodIPs(ctx, g, ns, []string{"member1"})).To(HaveLen(3)) // the ReplicaSet replaced the pod
 			g.Expect(podUIDs(ctx, g, ns, "member1")).NotTo(ContainElement(victim.UID))
