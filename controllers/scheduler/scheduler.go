@@ -153,13 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	before := rb.DeepCopyObject().(client.Object)
-	spec.Clusters = result.Clusters
-	ann := rb.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[wellknown.AppliedPlacementAnnotation] = placement
-	rb.SetAnnotations(ann)
+	place(rb, result.Clusters, placement)
 	// The optimistic lock: the failover controller writes spec.clusters too (it takes evicted
 	// clusters out), and a placement computed from an older view must not put one back.
 	if err := r.Client.Patch(ctx, rb, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -389,12 +383,19 @@ func (r *Reconciler) PlaceNew(ctx context.Context, rb client.Object) (bool, erro
 		return false, nil
 	}
 	observeAttempt(start, nil)
-	spec.Clusters = result.Clusters
+	place(rb, result.Clusters, placement)
+	return true, nil
+}
+
+// place sets a binding's clusters and the applied-placement annotation they were chosen
+// for (placement, the JSON of spec.placement): together, so that the next cycle knows what
+// placement the clusters answer.
+func place(rb client.Object, clusters []workv1alpha2.TargetCluster, placement string) {
+	bindings.Spec(rb).Clusters = clusters
 	ann := rb.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
 	}
 	ann[wellknown.AppliedPlacementAnnotation] = placement
 	rb.SetAnnotations(ann)
-	return true, nil
 }
