@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -39,6 +40,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/hostclient"
 	"github.com/flotilla-io/flotilla/internal/hostmetrics"
 	"github.com/flotilla-io/flotilla/internal/memlimit"
+	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
 // options are the manager's flags. README.md has the table of them.
@@ -58,6 +60,8 @@ type options struct {
 	controllers          controllers.Options
 	memberQPS            float64
 	memoryLimit          string
+	shards               int
+	shardLeasePrefix     string
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -74,6 +78,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", hostclient.DefaultBurst, "Client-side burst of requests to the host apiserver, all kinds together.")
 	fs.StringVar(&o.memoryLimit, "memory-limit", "", "Go soft memory limit (a quantity, e.g. 400Mi; \"0\": none): the garbage collector runs more often near it. "+
 		"Default: "+fmt.Sprint(memlimit.Percent)+"% of $"+memlimit.EnvContainerLimit+" (config/manager sets it to the container's memory limit), unless $GOMEMLIMIT is set.")
+	fs.IntVar(&o.shards, "shards", 1, "Shards the binding and Work controllers' work is split into, each held by one replica through a Lease of its own; "+
+		"1 (the default) is an unsharded manager, where the leader does everything. Run as many replicas as you like (at most as many do work); see README, Sharded managers.")
+	fs.StringVar(&o.shardLeasePrefix, "shard-lease-prefix", "flotilla-manager", "Prefix of the shard Leases (<prefix>-shard-<n>) and replica presence Leases, in the leader election namespace.")
 	fs.DurationVar(&o.gracefulShutdownTime, "graceful-shutdown-timeout", 30*time.Second, "How long reconcilers get to finish on shutdown.")
 	d := controllers.DefaultOptions
 	fs.IntVar(&o.controllers.Workers, "concurrent-reconciles", d.Workers, "Concurrent reconciles per controller.")
@@ -166,6 +173,23 @@ func run(cfg *rest.Config, o options) error {
 	}
 
 	o.controllers.MemberQPS = float32(o.memberQPS)
+	if o.shards > 1 {
+		id, err := replicaIdentity()
+		if err != nil {
+			return err
+		}
+		ns := leaderElectionNamespace(o.leaderElectionNS)
+		if ns == "" {
+			if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+				ns = strings.TrimSpace(string(b))
+			}
+		}
+		o.controllers.Sharding = controllers.Sharding{Shards: o.shards, Config: leaderElectionCfg, Elector: shard.ElectorOptions{
+			Namespace: ns, Group: o.shardLeasePrefix, Identity: id,
+			LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod,
+		}}
+		log.Info("Sharded manager", "shards", o.shards, "identity", id)
+	}
 	if _, err := controllers.Setup(ctx, mgr, o.controllers); err != nil {
 		return err
 	}
@@ -178,6 +202,16 @@ func run(cfg *rest.Config, o options) error {
 
 	log.Info("Starting manager", "leaderElection", o.leaderElect)
 	return mgr.Start(ctx)
+}
+
+// replicaIdentity names this replica among the shard holders: its host name (the pod's
+// name) and a random suffix, so a restarted process is a new holder.
+func replicaIdentity() (string, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return "", err
+	}
+	return host + "_" + string(uuid.NewUUID()), nil
 }
 
 // leaderElectionNamespace returns the namespace of the leader election Lease. In cluster,

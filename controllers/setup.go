@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,6 +36,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/memberqueue"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
 // CacheOptions are the manager's cache options: objects are cached without managedFields,
@@ -86,6 +89,22 @@ type Options struct {
 	// Failover are the failover controller's tolerations and grace period; zero values
 	// take failover.DefaultOptions.
 	Failover failover.Options
+	// Sharding splits the work of the binding and Work controllers between replicas.
+	Sharding Sharding
+}
+
+// Sharding configures sharded managers. With Shards above 1, the scheduler, binding,
+// failover, binding-status, execution and work-status controllers run on every replica, each
+// reconciling the bindings and Works of the shards whose Lease it holds (internal/shard);
+// the other controllers (detector, cluster, namespace, dependencies, policies, services)
+// stay with the elected leader, and every replica connects to every Push member.
+type Sharding struct {
+	// Shards is the number of shards; 0 or 1 is an unsharded manager.
+	Shards int
+	// Elector configures the shard Leases; Config, when set, is the REST config they are
+	// written with (outside the manager's request budget, as leader election's is).
+	Elector shard.ElectorOptions
+	Config  *rest.Config
 }
 
 // DefaultOptions are the defaults of the manager's flags.
@@ -122,6 +141,10 @@ func (o *Options) defaults() {
 // manager they share.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, error) {
 	o.defaults()
+	shards, err := setupShards(mgr, o.Sharding)
+	if err != nil {
+		return nil, err
+	}
 	// The store of customizations is made before the member manager: the member caches trim
 	// the pod templates of built-in workloads, and a kind a customization interprets on
 	// member objects is read whole from the member instead (member.Options.Whole).
@@ -148,6 +171,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	ricController := customizationcontroller.New(mgr.GetClient(), mgr.GetEventRecorder("customization-controller"), func(gk schema.GroupKind) {
 		// Existing templates and Works of the kind are looked at again (leader only: a
 		// replica that becomes leader looks at everything anyway).
+		// Sharded, every replica looks at the Works of its own shards.
+		if workStatusRef != nil && shards != nil {
+			go workStatusRef.RequeueKind(ctx, gk)
+		}
 		select {
 		case <-mgr.Elected():
 		default:
@@ -156,7 +183,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		if detectorRef != nil {
 			detectorRef.RequeueKind(gk)
 		}
-		if workStatusRef != nil {
+		if workStatusRef != nil && shards == nil {
 			go workStatusRef.RequeueKind(ctx, gk)
 		}
 	})
@@ -207,7 +234,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	for kind, nb := range map[string]func() client.Object{"ResourceBinding": newRB, "ClusterResourceBinding": newCRB} {
 		schedulers[kind] = &schedulercontroller.Reconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("default-scheduler"), Scheduler: sched,
-			SchedulerName: o.SchedulerName, NewBinding: nb,
+			SchedulerName: o.SchedulerName, NewBinding: nb, Shards: shards,
 		}
 	}
 	detectorRef = &detector.Reconciler{
@@ -223,7 +250,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	for _, nb := range []func() client.Object{newRB, newCRB} {
 		if err := (&binding.Reconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("binding-controller"),
-			Interpreter: interp, NewBinding: nb, Templates: templates,
+			Interpreter: interp, NewBinding: nb, Templates: templates, Shards: shards,
 		}).SetupWithManager(mgr, o.Workers); err != nil {
 			return nil, err
 		}
@@ -234,13 +261,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		fo.Workers = o.Workers
 		if err := (&failover.Reconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("failover-controller"), Interpreter: interp,
-			NewBinding: nb, Options: fo,
+			NewBinding: nb, Options: fo, Shards: shards,
 		}).SetupWithManager(mgr); err != nil {
 			return nil, err
 		}
 		if err := (&workstatus.AggregateReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("binding-status-controller"), NewBinding: nb,
-			Interpreter: interp, APIReader: mgr.GetAPIReader(),
+			Interpreter: interp, APIReader: mgr.GetAPIReader(), Shards: shards,
 		}).SetupWithManager(mgr, o.Workers); err != nil {
 			return nil, err
 		}
@@ -255,6 +282,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	clusters := &cluster.Reconciler{Members: members, HostID: hostID}
 	if err := clusters.SetupWithManager(mgr, cluster.Options{
 		ProbeInterval: o.ProbeInterval, StatusInterval: o.StatusInterval, Workers: o.Workers, NoExecuteTaints: o.NoExecuteTaints,
+		ConnectEveryReplica: shards != nil,
 	}); err != nil {
 		return nil, err
 	}
@@ -266,11 +294,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	}
 	if err := (&execution.Reconciler{
 		Client: mgr.GetClient(), Members: members, Recorder: mgr.GetEventRecorder("execution-controller"), Interpreter: interp,
-		HostID: hostID, MemberWorkers: o.MemberWorkers, KindServed: clusters.RefreshStatus,
+		HostID: hostID, MemberWorkers: o.MemberWorkers, KindServed: clusters.RefreshStatus, Shards: shards,
 	}).SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
 	}
-	workStatusRef = &workstatus.WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: interp}
+	workStatusRef = &workstatus.WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: interp, Shards: shards}
 	if err := workStatusRef.SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
 	}
@@ -281,4 +309,26 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		return nil, err
 	}
 	return members, nil
+}
+
+// setupShards returns this replica's shard Set and adds the Elector that keeps its Leases,
+// or returns nil for an unsharded manager.
+func setupShards(mgr ctrl.Manager, o Sharding) (*shard.Set, error) {
+	if o.Shards <= 1 {
+		return nil, nil
+	}
+	cfg := o.Config
+	if cfg == nil {
+		cfg = mgr.GetConfig()
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	set := shard.NewSet(o.Shards)
+	elector, err := shard.NewElector(set, cs.CoordinationV1(), o.Elector)
+	if err != nil {
+		return nil, err
+	}
+	return set, mgr.Add(elector)
 }

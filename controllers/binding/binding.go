@@ -38,6 +38,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/failover"
 	"github.com/flotilla-io/flotilla/internal/handoff"
 	"github.com/flotilla-io/flotilla/internal/overrides"
+	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
 // Interpreter prepares a template for a member.
@@ -53,6 +54,10 @@ const FieldOwner = "flotilla-binding"
 
 // Reconciler renders the Works of one kind of binding.
 type Reconciler struct {
+	// Shards, when set, is this replica's share of a sharded manager: only the keys of its
+	// shards are reconciled (nil: every key).
+	Shards *shard.Set
+
 	Client      client.Client
 	APIReader   client.Reader
 	Recorder    events.EventRecorder

@@ -18,6 +18,7 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/bindings"
+	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
 // SetupIndexes registers the field indexes the binding controllers use. Call it once.
@@ -51,8 +52,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if cluster {
 		name = "clusterbinding"
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named(name).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+	b := ctrl.NewControllerManagedBy(mgr).Named(name).
+		WithOptions(r.Shards.Options(controller.Options{MaxConcurrentReconciles: workers})).
 		For(sample, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -73,8 +74,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.bindingsOn(ctx, o.GetName())
-		}), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Complete(r)
+		}), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})))
+	return r.Shards.Complete(b, shard.ListFrom(mgr.GetCache(), func() client.ObjectList { return bindings.NewList(sample) }), r)
 }
 
 // workSpecOrDeleted passes Work events that need the binding to re-render: deletion (a Work

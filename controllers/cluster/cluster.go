@@ -82,6 +82,9 @@ type Options struct {
 	StatusInterval time.Duration
 	// Workers is how many Clusters are reconciled at once.
 	Workers int
+	// ConnectEveryReplica connects every replica to the Push members, not the leader alone:
+	// a sharded manager's replicas each apply the Works of their shards.
+	ConnectEveryReplica bool
 	// NoExecuteTaints adds NoExecute taints next to the NoSchedule ones while a member is
 	// not ready or unreachable, so that workloads leave it once their tolerations run out
 	// (controllers/failover). Off by default, as Karmada's --enable-no-execute-taint-eviction.

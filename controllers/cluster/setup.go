@@ -68,6 +68,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
 	})
+	if r.opts.ConnectEveryReplica {
+		if err := r.setupConnector(mgr); err != nil {
+			return err
+		}
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers}).
 		For(&clusterv1alpha1.Cluster{}, builder.WithPredicates(specOrLifecycleChanged())).

@@ -40,6 +40,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/memberobject"
 	"github.com/flotilla-io/flotilla/internal/memberqueue"
+	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
 // StatusInterpreter reads status and health from member objects.
@@ -70,6 +71,10 @@ const (
 // its member's own workers (internal/memberqueue), so a member that is down, slow or
 // rate-limited never holds the controller's shared workers.
 type Reconciler struct {
+	// Shards, when set, is this replica's share of a sharded manager: only the keys of its
+	// shards are reconciled (nil: every key).
+	Shards *shard.Set
+
 	Client      client.Client
 	Members     *member.Manager
 	Recorder    events.EventRecorder
@@ -136,6 +141,13 @@ func (r *Reconciler) Reconcile(_ context.Context, req ctrl.Request) (ctrl.Result
 
 // sync applies or deletes one Work; it runs on the Work's member's workers.
 func (r *Reconciler) sync(ctx context.Context, cluster string, key types.NamespacedName) (ctrl.Result, error) {
+	// Sharded, the member I/O is done only while this replica holds the Work's shard: it
+	// is let go of after this returns, never while a Work of it is being applied.
+	done, ok := r.Shards.Enter(key.String())
+	if !ok {
+		return ctrl.Result{}, nil
+	}
+	defer done()
 	log := ctrl.LoggerFrom(ctx).WithValues("Work", key.String())
 	ctx = ctrl.LoggerInto(ctx, log)
 	// A Work whose kind the member does not serve waits with a backoff of its own, which any
@@ -237,6 +249,8 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 		applied = append(applied, out)
 	}
 	r.remember(work, objs)
+	// One line per apply, at debug level: the sharding test counts them.
+	log.V(1).Info("Applied the Work's manifests", "generation", work.Generation)
 	r.crdsEstablished(ctx, cluster, m, work, objs)
 	// The first manifest statuses come from the apply's answer, in the same write as the
 	// condition; the work-status controller keeps them current afterwards.

@@ -23,6 +23,7 @@ import (
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/memberqueue"
+	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
 // SetupWithManager registers the controller.
@@ -37,14 +38,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		r.HostID = id
 	}
 	r.queues = memberqueue.New("execution", r.MemberWorkers, r.sync)
+	// Sharded, every replica applies the Works of its shards; unsharded, the leader all.
+	r.queues.EveryReplica = r.Shards != nil
+	// What was applied and written of a shard another replica held may be out of date.
+	r.Shards.OnLost(func(int) { r.applied.Clear(); r.written.Clear(); r.established.Clear() })
 	if err := mgr.Add(r.queues); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("execution").
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+	b := ctrl.NewControllerManagedBy(mgr).Named("execution").
+		WithOptions(r.Shards.Options(controller.Options{MaxConcurrentReconciles: workers})).
 		For(&workv1alpha1.Work{}, builder.WithPredicates(specOrDeletion())).
-		WatchesRawSource(source.Channel(r.Members.Subscribe(), MemberEventHandler(mgr.GetClient()))).
-		Complete(r)
+		WatchesRawSource(source.Channel(r.Members.Subscribe(), MemberEventHandler(mgr.GetClient())))
+	return r.Shards.Complete(b, shard.ListFrom(mgr.GetCache(), func() client.ObjectList { return &workv1alpha1.WorkList{} }), r)
 }
 
 // HostID identifies the host cluster on the member objects it manages: the UID of its

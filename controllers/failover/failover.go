@@ -50,6 +50,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/failover"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
 // Options are the failover flags.
@@ -97,6 +98,10 @@ const (
 
 // Reconciler is the failover controller for one kind of binding.
 type Reconciler struct {
+	// Shards, when set, is this replica's share of a sharded manager: only the keys of its
+	// shards are reconciled (nil: every key).
+	Shards *shard.Set
+
 	Client      client.Client
 	Recorder    events.EventRecorder
 	Interpreter interpreter.Interpreter

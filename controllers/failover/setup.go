@@ -19,6 +19,7 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/bindings"
+	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
 // The binding's spec.clusters and gracefulEvictionTasks are written here; clusters' taints
@@ -54,8 +55,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if isCluster {
 		name = "clusterbinding-failover"
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named(name).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.Workers, 1)}).
+	b := ctrl.NewControllerManagedBy(mgr).Named(name).
+		WithOptions(r.Shards.Options(controller.Options{MaxConcurrentReconciles: max(r.Options.Workers, 1)})).
 		For(sample, builder.WithPredicates(bindingChanged())).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.onCluster), builder.WithPredicates(taintsChanged())).
 		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -64,8 +65,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				return nil
 			}
 			return []reconcile.Request{{NamespacedName: key}}
-		}), builder.WithPredicates(workStatusChanged())).
-		Complete(r)
+		}), builder.WithPredicates(workStatusChanged()))
+	return r.Shards.Complete(b, shard.ListFrom(mgr.GetCache(), func() client.ObjectList { return bindings.NewList(sample) }), r)
 }
 
 // watching tells whether a Work's changes matter to its binding: while it has eviction

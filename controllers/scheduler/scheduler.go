@@ -32,6 +32,7 @@ import (
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
 // FieldOwner is the field manager of the scheduler's status fields.
@@ -39,6 +40,10 @@ const FieldOwner = "flotilla-scheduler"
 
 // Reconciler schedules one kind of binding.
 type Reconciler struct {
+	// Shards, when set, is this replica's share of a sharded manager: only the keys of its
+	// shards are reconciled (nil: every key).
+	Shards *shard.Set
+
 	Client    client.Client
 	Recorder  events.EventRecorder
 	Scheduler *scheduler.Scheduler

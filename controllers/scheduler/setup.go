@@ -18,6 +18,7 @@ import (
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/bindings"
+	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
 // Indexes the scheduler registers.
@@ -72,12 +73,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if bindings.Kind(sample) == "ClusterResourceBinding" {
 		name = "cluster-scheduler"
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named(name).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+	// What was last written of a shard another replica held may be out of date.
+	r.Shards.OnLost(func(int) { r.observed.Clear() })
+	b := ctrl.NewControllerManagedBy(mgr).Named(name).
+		WithOptions(r.Shards.Options(controller.Options{MaxConcurrentReconciles: workers})).
 		For(sample, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.affected), builder.WithPredicates(clusterChanged())).
-		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.waitingForCapacity), builder.WithPredicates(capacityChanged())).
-		Complete(r)
+		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.waitingForCapacity), builder.WithPredicates(capacityChanged()))
+	return r.Shards.Complete(b, shard.ListFrom(mgr.GetCache(), func() client.ObjectList { return bindings.NewList(sample) }), r)
 }
 
 // affected maps a cluster change to the bindings it can affect: those scheduled on it (it may

@@ -34,6 +34,7 @@ import (
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
 // AggregateFieldOwner is the field manager of status.aggregatedStatus and FullyApplied.
@@ -54,6 +55,10 @@ type TemplateStatusInterpreter interface {
 // AggregateReconciler writes a binding's status from its Works, and the fleet's status onto
 // the binding's template.
 type AggregateReconciler struct {
+	// Shards, when set, is this replica's share of a sharded manager: only the keys of its
+	// shards are reconciled (nil: every key).
+	Shards *shard.Set
+
 	Client     client.Client
 	Recorder   events.EventRecorder
 	NewBinding func() client.Object
@@ -386,8 +391,10 @@ func (r *AggregateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) er
 	if isCluster {
 		name = "clusterbinding-status"
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named(name).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+	// What was last written of a shard another replica held may be out of date.
+	r.Shards.OnLost(func(int) { r.written.Clear(); r.writtenBinding.Clear() })
+	b := ctrl.NewControllerManagedBy(mgr).Named(name).
+		WithOptions(r.Shards.Options(controller.Options{MaxConcurrentReconciles: workers})).
 		For(sample, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, scheduledAppeared()))).
 		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			key, c, ok := bindings.FromWork(o)
@@ -395,6 +402,6 @@ func (r *AggregateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) er
 				return nil
 			}
 			return []reconcile.Request{{NamespacedName: key}}
-		}), builder.WithPredicates(predicate.Funcs{GenericFunc: func(event.GenericEvent) bool { return false }})).
-		Complete(r)
+		}), builder.WithPredicates(predicate.Funcs{GenericFunc: func(event.GenericEvent) bool { return false }}))
+	return r.Shards.Complete(b, shard.ListFrom(mgr.GetCache(), func() client.ObjectList { return bindings.NewList(sample) }), r)
 }

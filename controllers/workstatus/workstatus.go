@@ -29,6 +29,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
 // StatusInterpreter reads status and health from member objects.
@@ -36,6 +37,10 @@ type StatusInterpreter = execution.StatusInterpreter
 
 // WorkReconciler reflects member status into Works.
 type WorkReconciler struct {
+	// Shards, when set, is this replica's share of a sharded manager: only the keys of its
+	// shards are reconciled (nil: every key).
+	Shards *shard.Set
+
 	Client      client.Client
 	Members     *member.Manager
 	Interpreter StatusInterpreter
@@ -154,12 +159,12 @@ func (r *WorkReconciler) apply(ctx context.Context, work *workv1alpha1.Work, sta
 // SetupWithManager registers the controller.
 func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	r.requeue = make(chan event.GenericEvent, 1024)
-	return ctrl.NewControllerManagedBy(mgr).Named("workstatus").
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+	b := ctrl.NewControllerManagedBy(mgr).Named("workstatus").
+		WithOptions(r.Shards.Options(controller.Options{MaxConcurrentReconciles: workers})).
 		For(&workv1alpha1.Work{}, builder.WithPredicates(appliedChanged())).
 		WatchesRawSource(source.Channel(r.requeue, &handler.EnqueueRequestForObject{})).
-		WatchesRawSource(source.Channel(r.Members.Subscribe(), execution.MemberEventHandler(mgr.GetClient()))).
-		Complete(r)
+		WatchesRawSource(source.Channel(r.Members.Subscribe(), execution.MemberEventHandler(mgr.GetClient())))
+	return r.Shards.Complete(b, shard.ListFrom(mgr.GetCache(), func() client.ObjectList { return &workv1alpha1.WorkList{} }), r)
 }
 
 // appliedChanged passes Work creates, spec changes, and changes of the Applied condition (the

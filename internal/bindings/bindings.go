@@ -51,6 +51,14 @@ func Kind(o client.Object) string {
 	return "ResourceBinding"
 }
 
+// NewList returns an empty list of o's kind of binding.
+func NewList(o client.Object) client.ObjectList {
+	if _, ok := o.(*workv1alpha2.ClusterResourceBinding); ok {
+		return &workv1alpha2.ClusterResourceBindingList{}
+	}
+	return &workv1alpha2.ResourceBindingList{}
+}
+
 // PermanentIDLabel is the label that holds the binding's permanent id.
 func PermanentIDLabel(o client.Object) string {
 	if _, ok := o.(*workv1alpha2.ClusterResourceBinding); ok {

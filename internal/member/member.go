@@ -158,8 +158,11 @@ type Manager struct {
 	scheme *runtime.Scheme
 	opts   Options
 
-	mu      sync.RWMutex
-	members map[string]*Member
+	// connecting serializes Connect and ConnectConfig: two controllers of one replica (the
+	// cluster controller and, sharded, the connector) may connect a member at once.
+	connecting sync.Mutex
+	mu         sync.RWMutex
+	members    map[string]*Member
 
 	subMu      sync.RWMutex
 	subs       []chan event.GenericEvent
@@ -236,6 +239,8 @@ func fingerprint(c *clusterv1alpha1.Cluster, s *corev1.Secret) string {
 // are now. It rebuilds the connection when the endpoint, TLS settings or credentials changed,
 // and returns whether it did. It does not probe.
 func (m *Manager) Connect(ctx context.Context, c *clusterv1alpha1.Cluster, s *corev1.Secret) (bool, error) {
+	m.connecting.Lock()
+	defer m.connecting.Unlock()
 	fp := fingerprint(c, s)
 	if m.current(c.Name, fp) {
 		return false, nil
@@ -251,6 +256,8 @@ func (m *Manager) Connect(ctx context.Context, c *clusterv1alpha1.Cluster, s *co
 // connection to the cluster it runs in. The config is copied; the connection is rebuilt only
 // when the config's endpoint or credentials differ from the current connection's.
 func (m *Manager) ConnectConfig(ctx context.Context, name string, cfg *rest.Config) (bool, error) {
+	m.connecting.Lock()
+	defer m.connecting.Unlock()
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%v\x00", cfg.Host, cfg.BearerToken, cfg.BearerTokenFile, cfg.Insecure)
 	h.Write(cfg.CAData)

@@ -39,6 +39,9 @@ type Queues[K comparable] struct {
 	Workers int
 	// Process does the work.
 	Process ProcessFunc[K]
+	// EveryReplica runs the workers on every replica, not on the leader alone: a sharded
+	// manager's, where each replica processes the keys of its own shards.
+	EveryReplica bool
 
 	mu      sync.Mutex
 	ctx     context.Context // set by Start
@@ -51,9 +54,9 @@ func New[K comparable](name string, workers int, process ProcessFunc[K]) *Queues
 	return &Queues[K]{Name: name, Workers: workers, Process: process}
 }
 
-// NeedLeaderElection: member work is done by the leader only, like the controllers that
-// feed the queues.
-func (q *Queues[K]) NeedLeaderElection() bool { return true }
+// NeedLeaderElection: member work is done where the controllers that feed the queues run:
+// by the leader only, unless EveryReplica.
+func (q *Queues[K]) NeedLeaderElection() bool { return !q.EveryReplica }
 
 // Start runs the workers of every queue until ctx ends, then shuts the queues down.
 func (q *Queues[K]) Start(ctx context.Context) error {

@@ -89,7 +89,11 @@ func BuildAgent(ctx context.Context) (string, error) {
 }
 
 // Agent is a Pull agent running as a process of its own.
-type Agent struct {
+type Agent = Process
+
+// Process is a binary of the project's (an agent, a manager) running as a process of its
+// own, killed with the test process (Pdeathsig).
+type Process struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	once sync.Once
@@ -102,19 +106,23 @@ func StartAgent(ctx context.Context, kubeconfig string, log io.Writer, args ...s
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, args...)...)
+	return startProcess(bin, log, append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, args...)...)
+}
+
+func startProcess(bin string, log io.Writer, args ...string) (*Process, error) {
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	a := &Agent{cmd: cmd, done: make(chan struct{})}
+	a := &Process{cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(a.done) }()
 	return a, nil
 }
 
 // Kill SIGKILLs the agent and waits for it to exit.
-func (a *Agent) Kill() {
+func (a *Process) Kill() {
 	a.once.Do(func() {
 		_ = a.cmd.Process.Kill()
 		<-a.done
@@ -122,7 +130,7 @@ func (a *Agent) Kill() {
 }
 
 // Stop stops the agent with SIGTERM (it releases its leader Lease), killing it after 10 s.
-func (a *Agent) Stop() {
+func (a *Process) Stop() {
 	a.once.Do(func() {
 		_ = a.cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -135,7 +143,7 @@ func (a *Agent) Stop() {
 }
 
 // RSS returns the agent's resident set size and its peak, in KiB, from /proc.
-func (a *Agent) RSS() (current, peak int) {
+func (a *Process) RSS() (current, peak int) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", a.cmd.Process.Pid))
 	if err != nil {
 		return 0, 0
