@@ -359,6 +359,7 @@ func (e *Elector) lose(k int, why string) {
 // holder so the replica it now belongs to takes it at its next round.
 func (e *Elector) release(ctx context.Context, k int) {
 	e.set.close(k)
+	e.log.Info("Stopped work on shard", "shard", k)
 	name := ShardLease(e.opts.Group, k)
 	err := wait.PollUntilContextTimeout(ctx, e.opts.RetryPeriod/4, e.opts.RenewDeadline, true, func(ctx context.Context) (bool, error) {
 		l, err := e.leases.Get(ctx, name, metav1.GetOptions{})
