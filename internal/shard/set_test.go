@@ -36,7 +36,10 @@ func TestNilSetHoldsEverything(t *testing.T) {
 		t.Fatal("a nil Set has no source")
 	}
 	called := false
-	r := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) { called = true; return reconcile.Result{}, nil })
+	r := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		called = true
+		return reconcile.Result{}, nil
+	})
 	_, _ = s.Gate(r).Reconcile(context.Background(), reconcile.Request{})
 	if !called {
 		t.Fatal("a nil Set's gate must pass every request")
