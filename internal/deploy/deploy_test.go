@@ -517,6 +517,22 @@ func TestChartValues(t *testing.T) {
 			t.Errorf("want a leaderElection error, got %v", err)
 		}
 	})
+	t.Run("sharded", func(t *testing.T) {
+		c := managerContainer(t, managerDeployment(t, renderWith(t, "flotilla", map[string]any{"replicaCount": 3, "shards": 6})))
+		if args := parseArgs(c.Args); args["shards"] != "6" || args["leader-elect"] != "true" {
+			t.Errorf("args %v", c.Args)
+		}
+		if args := parseArgs(managerContainer(t, managerDeployment(t, renderWith(t, "flotilla", nil))).Args); args["shards"] != "" {
+			t.Errorf("unsharded by default, got --shards=%s", args["shards"])
+		}
+		_, err := RenderChart(chart, "flotilla", "ops", map[string]any{"shards": 4, "leaderElection": map[string]any{"enabled": false}})
+		if err == nil || !strings.Contains(err.Error(), "leaderElection") {
+			t.Errorf("want a leaderElection error, got %v", err)
+		}
+		if _, err := RenderChart(chart, "flotilla", "ops", map[string]any{"shards": 0}); err == nil {
+			t.Error("values.schema.json let shards=0 through")
+		}
+	})
 	t.Run("invalid values", func(t *testing.T) {
 		if _, err := RenderChart(chart, "flotilla", "ops", map[string]any{"logLevel": "verbose"}); err == nil {
 			t.Error("values.schema.json let logLevel=verbose through")

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"context"
 	"fmt"
 	"testing"
@@ -30,13 +31,22 @@ func BenchmarkManagerMemory(b *testing.B) {
 // joinedFleet starts a fleet of n apiserver-only members and the manager as a process, joins
 // every member and waits until all are Ready. The fleet and the manager stop when b ends.
 func joinedFleet(ctx context.Context, b *testing.B, n int) (*framework.Env, *managerProcess, []string) {
+	env, mgrs, names := joinedFleetReplicas(ctx, b, n, 1)
+	return env, mgrs[0], names
+}
+
+// joinedFleetReplicas is joinedFleet with the given number of manager replicas (sharded when
+// more than one: startManagers).
+func joinedFleetReplicas(ctx context.Context, b *testing.B, n, replicas int) (*framework.Env, managers, []string) {
 	env, err := framework.StartFleetWith(ctx, localcluster.Options{}, localcluster.DefaultMembers(n, false), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = env.Fleet.Stop() })
-	mgr := startManager(ctx, b, env)
-	b.Cleanup(mgr.stop)
+	mgrs := startManagers(ctx, b, env, replicas)
+	for _, m := range mgrs {
+		b.Cleanup(m.stop)
+	}
 	var names []string
 	for _, m := range env.Fleet.Members {
 		names = append(names, m.Name)
@@ -52,5 +62,42 @@ func joinedFleet(ctx context.Context, b *testing.B, n int) (*framework.Env, *man
 		}
 		return true
 	})
-	return env, mgr, names
+	return env, mgrs, names
+}
+
+// managers are the replicas of one bench run.
+type managers []*managerProcess
+
+// resetPeakRSS resets every replica's peak resident memory.
+func (ms managers) resetPeakRSS() error {
+	var errs []error
+	for _, m := range ms {
+		errs = append(errs, m.resetPeakRSS())
+	}
+	return errors.Join(errs...)
+}
+
+// scrape merges the replicas' metrics: each family holds every replica's series, so sums
+// over series add the replicas up.
+func (ms managers) scrape(b *testing.B) metricsSnapshot {
+	out := metricsSnapshot{}
+	for _, m := range ms {
+		for name, mf := range m.scrape(b) {
+			if have := out[name]; have != nil {
+				have.Metric = append(have.Metric, mf.Metric...)
+			} else {
+				out[name] = mf
+			}
+		}
+	}
+	return out
+}
+
+// peakRSS returns the largest and the summed peak resident memory of the replicas, in KiB.
+func (ms managers) peakRSS() (largest, sum int) {
+	for _, m := range ms {
+		p := m.peakRSS()
+		largest, sum = max(largest, p), sum+p
+	}
+	return largest, sum
 }

@@ -535,6 +535,13 @@ type managerProcess struct {
 }
 
 func startManager(ctx context.Context, b *testing.B, env *framework.Env) *managerProcess {
+	return startManagers(ctx, b, env, 1)[0]
+}
+
+// startManagers starts n replicas of the manager binary: with n above 1, leader-elected and
+// sharded into 2n shards (see README, Sharded managers), each replica logging to
+// flotilla-bench-manager-<i>.log in the temporary directory.
+func startManagers(ctx context.Context, b *testing.B, env *framework.Env, n int) []*managerProcess {
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "manager")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
@@ -547,22 +554,32 @@ func startManager(ctx context.Context, b *testing.B, env *framework.Env) *manage
 		b.Fatal(err)
 	}
 	ppClient = env.Host
-	addr := freeAddr(b)
-	args := []string{"--kubeconfig", kubeconfig, "--metrics-bind-address", addr, "--health-probe-bind-address", "0",
-		"--leader-elect=false", "--zap-log-level=error"}
-	// FLOTILLA_BENCH_MANAGER_ARGS adds flags, e.g. "--kube-api-qps=400 --pprof-bind-address=127.0.0.1:6060".
-	args = append(args, strings.Fields(os.Getenv("FLOTILLA_BENCH_MANAGER_ARGS"))...)
-	cmd := exec.Command(bin, args...)
-	logf, err := os.Create(filepath.Join(os.TempDir(), "flotilla-bench-manager.log"))
-	if err != nil {
-		b.Fatal(err)
+	var out []*managerProcess
+	for i := range n {
+		addr := freeAddr(b)
+		args := []string{"--kubeconfig", kubeconfig, "--metrics-bind-address", addr, "--health-probe-bind-address", "0", "--zap-log-level=error"}
+		logName := "flotilla-bench-manager.log"
+		if n > 1 {
+			args = append(args, "--leader-elect=true", "--leader-election-namespace="+wellknown.SystemNamespace, fmt.Sprintf("--shards=%d", 2*n))
+			logName = fmt.Sprintf("flotilla-bench-manager-%d.log", i)
+		} else {
+			args = append(args, "--leader-elect=false")
+		}
+		// FLOTILLA_BENCH_MANAGER_ARGS adds flags, e.g. "--kube-api-qps=400 --pprof-bind-address=127.0.0.1:6060".
+		args = append(args, strings.Fields(os.Getenv("FLOTILLA_BENCH_MANAGER_ARGS"))...)
+		cmd := exec.Command(bin, args...)
+		logf, err := os.Create(filepath.Join(os.TempDir(), logName))
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, &managerProcess{cmd: cmd, metricsAddr: addr, hostAddr: strings.TrimPrefix(env.Fleet.Host.Endpoint, "https://")})
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	return &managerProcess{cmd: cmd, metricsAddr: addr, hostAddr: strings.TrimPrefix(env.Fleet.Host.Endpoint, "https://")}
+	return out
 }
 
 func (m *managerProcess) stop() {

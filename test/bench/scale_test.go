@@ -56,7 +56,7 @@ const (
 // deletes the templates and waits until the member objects are gone. It prints one row per
 // run and writes a PNG plot of the member objects over time into FLOTILLA_SCALE_OUT
 // (docs/bench-scale/ of the repository). FLOTILLA_SCALE_REPLICAS is the number of manager
-// replicas; only 1 is supported (sharded managers are not built yet).
+// replicas (1); more than one are leader-elected and sharded into twice as many shards.
 func BenchmarkScale(b *testing.B) {
 	if os.Getenv("FLOTILLA_BENCH_SCALE") != "1" {
 		b.Skip("opt-in: make bench-scale (FLOTILLA_BENCH_SCALE=1)")
@@ -68,21 +68,21 @@ func BenchmarkScale(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Hour)
 	defer cancel()
 
-	fmt.Printf("\nscale bench: a host and %d apiserver-only members, %d manager replica; load average %s\n", cfg.members, cfg.replicas, loadAverage())
+	fmt.Printf("\nscale bench: a host and %d apiserver-only members, %d manager replica(s); load average %s\n", cfg.members, cfg.replicas, loadAverage())
 	fleetStart := time.Now()
-	env, mgr, names := joinedFleet(ctx, b, cfg.members)
+	env, mgrs, names := joinedFleetReplicas(ctx, b, cfg.members, cfg.replicas)
 	fmt.Printf("fleet started and %d members joined and Ready in %s\n", len(names), time.Since(fleetStart).Round(time.Second))
 	if err := env.Host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace,
 		Labels: map[string]string{wellknown.PropagationLabel: wellknown.PropagationEnabled}}}); err != nil {
 		b.Fatal(err)
 	}
-	s := &scaleSetup{scaleConfig: cfg, env: env, mgr: mgr, names: names,
+	s := &scaleSetup{scaleConfig: cfg, env: env, mgrs: mgrs, names: names,
 		host: clientFor(b, env.Fleet.Host.RESTConfig()), watch: newWatcher(ctx, b, env, names)}
 
 	b.ResetTimer()
 	rows := [][]string{{"placement", "members × templates", "manager replicas", "member objects",
 		"all member objects", "all FullyApplied", "member objects/s", "create → last member object p50 / p99",
-		"create → FullyApplied p50 / p99", "host requests / template", "manager peak RSS", "heap after GC peak / end",
+		"create → FullyApplied p50 / p99", "host requests / template", "manager peak RSS", "heap after GC peak (largest replica) / end (all)",
 		"delete → member objects gone", "load average (start → end)"}}
 	var details []string
 	for _, p := range cfg.placements {
@@ -119,9 +119,6 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 		out:       os.Getenv("FLOTILLA_SCALE_OUT"),
 	}
 	c.duplicatedTemplates = envInt(b, "FLOTILLA_SCALE_DUPLICATED_TEMPLATES", min(c.templates, scaleDuplicatedTemplates))
-	if c.replicas > 1 {
-		b.Fatalf("FLOTILLA_SCALE_REPLICAS=%d: sharded managers are not supported yet (they are not in main; see README, \"Not done yet\"); the scale bench runs 1 manager replica", c.replicas)
-	}
 	if c.out == "" {
 		c.out = filepath.Join(framework.RepoRoot(), "docs", "bench-scale")
 	}
@@ -146,6 +143,14 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 	return c
 }
 
+// rssCell is the peak RSS column: one replica's, or the largest replica's and all together.
+func rssCell(largestKiB, sumKiB, replicas int, note string) string {
+	if replicas == 1 {
+		return fmt.Sprintf("%.0f MiB%s", float64(largestKiB)/1024, note)
+	}
+	return fmt.Sprintf("%.0f MiB largest, %.0f MiB all%s", float64(largestKiB)/1024, float64(sumKiB)/1024, note)
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -159,7 +164,7 @@ func contains(list []string, s string) bool {
 type scaleSetup struct {
 	scaleConfig
 	env   *framework.Env
-	mgr   *managerProcess
+	mgrs  managers
 	names []string
 	host  *kubernetes.Clientset
 	watch *watcher
@@ -185,11 +190,14 @@ func (s *scaleSetup) run(ctx context.Context, b *testing.B, placementType string
 	loadStart := loadAverage()
 
 	peakNote := ""
-	if err := s.mgr.resetPeakRSS(); err != nil {
+	if err := s.mgrs.resetPeakRSS(); err != nil {
 		peakNote = " (since start)"
 	}
-	before := s.mgr.scrape(b)
-	heap := s.mgr.sampleHeap(ctx, b)
+	before := s.mgrs.scrape(b)
+	var heaps []*heapSampler
+	for _, m := range s.mgrs {
+		heaps = append(heaps, m.sampleHeap(ctx, b))
+	}
 	start := time.Now()
 	samples := s.sampleObjects(ctx, placementType, prefix, templates, start)
 	created := make([]time.Time, templates)
@@ -201,8 +209,8 @@ func (s *scaleSetup) run(ctx context.Context, b *testing.B, placementType string
 	allObjects := time.Since(start)
 	waitEvery(ctx, b, placementType+": all bindings FullyApplied", 50*time.Millisecond, func() bool { return s.watch.fullyCount(prefix) >= templates })
 	allFully := time.Since(start)
-	after := s.mgr.scrape(b)
-	peakRSS := float64(s.mgr.peakRSS()) / 1024
+	after := s.mgrs.scrape(b)
+	largestRSS, sumRSS := s.mgrs.peakRSS()
 	var toObjects, toFully []time.Duration
 	for i := 0; i < templates; i++ {
 		toObjects = append(toObjects, s.watch.applied(name(i)).Sub(created[i]))
@@ -215,16 +223,21 @@ func (s *scaleSetup) run(ctx context.Context, b *testing.B, placementType string
 	})
 	waitEvery(ctx, b, placementType+": member objects deleted", 50*time.Millisecond, func() bool { return s.watch.remaining(prefix) == 0 })
 	deleted := time.Since(delStart)
-	afterDelete := s.mgr.scrape(b)
+	afterDelete := s.mgrs.scrape(b)
 	series := samples.stop()
-	heapPeak, heapLast := heap.stop()
+	// Heap after GC: the largest replica's peak, and the replicas' last values summed.
+	var heapPeak, heapLast float64
+	for _, h := range heaps {
+		p, l := h.stop()
+		heapPeak, heapLast = max(heapPeak, p), heapLast+l
+	}
 	loadEnd := loadAverage()
 	s.cleanUp(ctx, b, prefix)
 
 	perTemplateReqs, reqLines := requestTable(before, after, templates)
 	delPerTemplate, delLines := requestTable(after, afterDelete, templates)
 	file := filepath.Join(s.out, fmt.Sprintf("%s-%dx%d-r%d.png", strings.ToLower(placementType), len(s.names), templates, s.replicas))
-	title := fmt.Sprintf("%s: %d members × %d templates, %d manager replica (load average %s)", placementType, len(s.names), templates, s.replicas, loadStart)
+	title := fmt.Sprintf("%s: %d members × %d templates, %d manager replica(s) (load average %s)", placementType, len(s.names), templates, s.replicas, loadStart)
 	if err := plotObjects(file, title, series, allObjects.Seconds(), allFully.Seconds(), delStart.Sub(start).Seconds()); err != nil {
 		b.Errorf("plotting %s: %v", file, err)
 	}
@@ -237,7 +250,7 @@ func (s *scaleSetup) run(ctx context.Context, b *testing.B, placementType string
 	row := []string{placementType, fmt.Sprintf("%d × %d", len(s.names), templates), fmt.Sprint(s.replicas), fmt.Sprint(objects),
 		allObjects.Round(10 * time.Millisecond).String(), allFully.Round(10 * time.Millisecond).String(),
 		fmt.Sprintf("%.1f", float64(objects)/allObjects.Seconds()), q50(toObjects), q50(toFully),
-		fmt.Sprintf("%.1f", perTemplateReqs), fmt.Sprintf("%.0f MiB%s", peakRSS, peakNote),
+		fmt.Sprintf("%.1f", perTemplateReqs), rssCell(largestRSS, sumRSS, len(s.mgrs), peakNote),
 		fmt.Sprintf("%.0f / %.0f MiB", heapPeak/(1<<20), heapLast/(1<<20)), deleted.Round(10 * time.Millisecond).String(),
 		loadStart + " → " + loadEnd}
 	details := []string{fmt.Sprintf("\n%s: plot %s", placementType, file),
