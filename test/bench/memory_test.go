@@ -1,8 +1,8 @@
 package bench
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
