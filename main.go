@@ -173,6 +173,12 @@ func run(cfg *rest.Config, o options) error {
 	}
 
 	o.controllers.MemberQPS = float32(o.memberQPS)
+	switch {
+	case o.shards < 1:
+		return fmt.Errorf("--shards=%d: want 1 (unsharded) or more", o.shards)
+	case o.shards > 1 && !o.leaderElect:
+		return fmt.Errorf("--shards=%d needs --leader-elect: the detector and the cluster-wide controllers run on the elected leader only", o.shards)
+	}
 	if o.shards > 1 {
 		id, err := replicaIdentity()
 		if err != nil {

@@ -28,6 +28,11 @@ const (
 	LabelGroup = "shards.flotilla.io/group"
 	// LabelRole is "shard" on a shard's Lease and "replica" on a replica's presence Lease.
 	LabelRole = "shards.flotilla.io/role"
+	// AnnotationShards on a presence Lease is the replica's number of shards. Replicas that
+	// count differently map keys to shards differently, so while any live replica counts
+	// differently from this one, this one holds no shard (a rolling update that changes
+	// --shards resumes once the old replicas are gone).
+	AnnotationShards = "shards.flotilla.io/shards"
 
 	roleShard   = "shard"
 	roleReplica = "replica"
@@ -91,6 +96,8 @@ type Elector struct {
 	held map[int]time.Time
 	// releasing are the shards being let go of.
 	releasing map[int]bool
+	// mismatched is whether a live replica counts its shards differently (tick only).
+	mismatched bool
 }
 
 type observation struct {
@@ -192,7 +199,22 @@ func (e *Elector) tick(ctx context.Context) {
 		}
 	}
 	e.present(ctx, byName[ReplicaLease(e.opts.Group, e.opts.Identity)], now)
-	owners := Assignment(e.set.Shards(), e.live(list.Items, now))
+	live, others := e.live(list.Items, now)
+	owners := Assignment(e.set.Shards(), live)
+	if mismatched := len(others) > 0; mismatched != e.mismatched {
+		e.mismatched = mismatched
+		if mismatched {
+			e.log.Error(nil, "Replicas with a different number of shards are alive: working on no shard until they are gone (change --shards on every replica at once)",
+				"shards", e.set.Shards(), "others", others)
+		} else {
+			e.log.Info("Every live replica has the same number of shards again", "shards", e.set.Shards())
+		}
+	}
+	if e.mismatched {
+		for k := range owners {
+			owners[k] = "" // nobody: hand over what is held, take nothing
+		}
+	}
 	for k, owner := range owners {
 		e.mu.Lock()
 		_, held := e.held[k]
@@ -219,19 +241,22 @@ func (e *Elector) tick(ctx context.Context) {
 }
 
 // live returns the identities of the replicas whose presence Lease is current, this one's
-// always included.
-func (e *Elector) live(leases []coordinationv1.Lease, now time.Time) []string {
-	out := []string{e.opts.Identity}
+// always included, and apart those of them that count their shards differently.
+func (e *Elector) live(leases []coordinationv1.Lease, now time.Time) (same, other []string) {
+	same = []string{e.opts.Identity}
+	mine := strconv.Itoa(e.set.Shards())
 	for i := range leases {
 		l := &leases[i]
-		if l.Labels[LabelRole] != roleReplica || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == e.opts.Identity {
+		if l.Labels[LabelRole] != roleReplica || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == e.opts.Identity || e.expired(l, now) {
 			continue
 		}
-		if !e.expired(l, now) {
-			out = append(out, *l.Spec.HolderIdentity)
+		if n := l.Annotations[AnnotationShards]; n != mine {
+			other = append(other, *l.Spec.HolderIdentity+" ("+n+" shards)")
+			continue
 		}
+		same = append(same, *l.Spec.HolderIdentity)
 	}
-	return out
+	return same, other
 }
 
 // expired reports whether l has not changed for its duration, by this replica's clock.
@@ -252,6 +277,7 @@ func (e *Elector) present(ctx context.Context, l *coordinationv1.Lease, now time
 		l = l.DeepCopy()
 		l.Spec.HolderIdentity = ptr.To(e.opts.Identity)
 		l.Spec.RenewTime = &metav1.MicroTime{Time: now}
+		metav1.SetMetaDataAnnotation(&l.ObjectMeta, AnnotationShards, strconv.Itoa(e.set.Shards()))
 		_, err = e.leases.Update(ctx, l, metav1.UpdateOptions{})
 	}
 	if err != nil && ctx.Err() == nil {
@@ -261,7 +287,8 @@ func (e *Elector) present(ctx context.Context, l *coordinationv1.Lease, now time
 
 func (e *Elector) lease(name, role string, now time.Time) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.opts.Namespace, Labels: map[string]string{LabelGroup: e.opts.Group, LabelRole: role}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.opts.Namespace, Labels: map[string]string{LabelGroup: e.opts.Group, LabelRole: role},
+			Annotations: map[string]string{AnnotationShards: strconv.Itoa(e.set.Shards())}},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity:       ptr.To(e.opts.Identity),
 			LeaseDurationSeconds: ptr.To(int32(e.opts.LeaseDuration / time.Second)),

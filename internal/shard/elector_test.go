@@ -127,7 +127,14 @@ func keysByShard() [shards]string {
 
 func startReplica(ctx context.Context, group, id string, occ *occupancy) *replica {
 	GinkgoHelper()
-	set := shard.NewSet(shards)
+	return startReplicaOf(ctx, shards, group, id, occ)
+}
+
+// startReplicaOf starts a replica that counts n shards (the worker enters the first
+// min(n, shards) of keysByShard's keys only when n is shards).
+func startReplicaOf(ctx context.Context, n int, group, id string, occ *occupancy) *replica {
+	GinkgoHelper()
+	set := shard.NewSet(n)
 	p := &partitionable{LeaseInterface: cs.CoordinationV1().Leases("default")}
 	e, err := shard.NewElector(set, p, shard.ElectorOptions{Namespace: "default", Group: group, Identity: id,
 		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod})
@@ -255,6 +262,30 @@ var _ = Describe("Shard Leases", func() {
 			Expect(occ.entries[k].Load()).To(BeNumerically(">", 0), "shard %d was never worked on", k)
 		}
 	}, SpecTimeout(3*time.Minute))
+
+	It("hold no shard while a live replica counts its shards differently", func(ctx SpecContext) {
+		occ := &occupancy{}
+		a := startReplica(ctx, "mixed", "replica-a", occ)
+		DeferCleanup(a.stop)
+		Eventually(heldAsAssigned(a)).Should(Succeed())
+		By("a replica started with another --shards stops every replica's work, its own included")
+		odd := startReplicaOf(ctx, 4, "mixed", "replica-odd", &occupancy{})
+		DeferCleanup(odd.stop)
+		Eventually(func(g Gomega) {
+			for k := range shards {
+				g.Expect(a.set.HoldsShard(k)).To(BeFalse(), "a holds shard %d", k)
+			}
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			for k := range 4 {
+				g.Expect(odd.set.HoldsShard(k)).To(BeFalse(), "the odd replica holds shard %d", k)
+			}
+		}).WithTimeout(time.Second).Should(Succeed())
+		By("once it is gone, the others go on")
+		odd.stop()
+		Eventually(heldAsAssigned(a)).Should(Succeed())
+		Expect(occ.violations.Load()).To(BeZero())
+	}, SpecTimeout(time.Minute))
 
 	It("rejects timings where work could go on after another replica may take the shard", func() {
 		_, err := shard.NewElector(shard.NewSet(2), cs.CoordinationV1(), shard.ElectorOptions{Namespace: "default", Group: "g", Identity: "x",
