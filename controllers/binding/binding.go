@@ -438,6 +438,11 @@ func (r *Reconciler) finalize(ctx context.Context, rb client.Object) error {
 				return
 			}
 		}
+		if w.DeletionTimestamp != nil {
+			// Being deleted already: a pass that runs again (another Work could not be
+			// deleted) does not ask twice.
+			return
+		}
 		errs[i] = r.Client.Delete(ctx, w)
 	})
 	for _, err := range errs {
