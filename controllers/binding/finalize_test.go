@@ -93,4 +93,3 @@ var _ = Describe("Finalizing a binding", func() {
 		Expect(env.ManagerRequests("DELETE", path(deleting))).To(BeNumerically("<=", 2))
 	}, SpecTimeout(2*time.Minute))
 })
-
