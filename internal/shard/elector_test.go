@@ -19,6 +19,7 @@ import (
 
 	"github.com/flotilla-io/flotilla/internal/localcluster"
 	"github.com/flotilla-io/flotilla/internal/shard"
+	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
 
 const (
@@ -34,12 +35,8 @@ var (
 )
 
 func TestElector(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a kube-apiserver")
-	}
-	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(30 * time.Second)
-	RunSpecs(t, "Shard elector suite")
+	fleettest.RunSuite(t, "Shard elector suite", "a kube-apiserver")
 }
 
 var _ = BeforeSuite(func(ctx context.Context) {

@@ -14,6 +14,8 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
+
+	"github.com/flotilla-io/flotilla/internal/hashmix"
 )
 
 // Of returns the shard of key among n shards: a number in [0, n). n below 1 counts as 1.
@@ -85,13 +87,6 @@ func score(shard int, replica string) uint64 {
 	_, _ = h.Write([]byte(replica))
 	_, _ = h.Write([]byte{0})
 	_, _ = h.Write([]byte(strconv.Itoa(shard)))
-	// FNV's low bits mix poorly for inputs that differ only at the end; finish with a
-	// 64-bit mixer (splitmix64's) so the scores of one shard are independent.
-	x := h.Sum64()
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	// FNV alone barely separates replicas or shards that differ in their last bytes.
+	return hashmix.Fmix64(h.Sum64())
 }

@@ -13,20 +13,17 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/flotilla-io/flotilla/internal/localcluster"
+	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
 )
 
 var env *framework.Env
 
 func TestShardedManagers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a fleet of apiservers and three manager processes")
-	}
-	RegisterFailHandler(Fail)
 	EnforceDefaultTimeoutsWhenUsingContexts()
 	SetDefaultEventuallyTimeout(2 * time.Minute)
 	SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
-	RunSpecs(t, "Sharded managers suite")
+	fleettest.RunSuite(t, "Sharded managers suite", "a fleet of apiservers and four manager processes")
 }
 
 var _ = BeforeSuite(func(ctx context.Context) {

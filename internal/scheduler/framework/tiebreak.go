@@ -1,5 +1,7 @@
 package framework
 
+import "github.com/flotilla-io/flotilla/internal/hashmix"
+
 // TieBreaker orders otherwise equal clusters for one binding. The order is a hash of the
 // binding's seed (its template UID) and the cluster name, so it is the same in every cycle for
 // the same template, and different templates prefer different clusters: one replica of each
@@ -29,16 +31,6 @@ func (t TieBreaker) Rank(cluster string) uint64 {
 	for i := 0; i < len(cluster); i++ {
 		h = (h ^ uint64(cluster[i])) * fnvPrime
 	}
-	return mix(h)
-}
-
-// mix is a 64-bit finalizer (MurmurHash3's fmix64): FNV alone barely changes its high bits
-// when only the last byte differs (member1, member2, ...), which would skew the order.
-func mix(h uint64) uint64 {
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h
+	// FNV alone would skew the order of member1, member2, ...
+	return hashmix.Fmix64(h)
 }

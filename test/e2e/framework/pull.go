@@ -64,28 +64,11 @@ func (e *Env) AgentKubeconfig(ctx context.Context, name, dir string) (string, er
 	return path, os.WriteFile(path, m.Kubeconfig(agentauth.AgentServiceAccount, tr.Status.Token), 0o600)
 }
 
-var (
-	agentBuild    sync.Once
-	agentBinary   string
-	agentBuildErr error
-)
+var agentBuild binaryBuild
 
 // BuildAgent builds cmd/agent once per test process and returns the binary's path.
 func BuildAgent(ctx context.Context) (string, error) {
-	agentBuild.Do(func() {
-		dir, err := os.MkdirTemp("", "flotilla-agent-bin-")
-		if err != nil {
-			agentBuildErr = err
-			return
-		}
-		agentBinary = filepath.Join(dir, "agent")
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", agentBinary, "./cmd/agent")
-		cmd.Dir = RepoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			agentBuildErr = fmt.Errorf("go build ./cmd/agent: %w\n%s", err, out)
-		}
-	})
-	return agentBinary, agentBuildErr
+	return agentBuild.build(ctx, "agent", "./cmd/agent")
 }
 
 // Agent is a Pull agent running as a process of its own.
