@@ -38,6 +38,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/failover"
 	"github.com/flotilla-io/flotilla/internal/handoff"
 	"github.com/flotilla-io/flotilla/internal/overrides"
+	"github.com/flotilla-io/flotilla/internal/resourceselector"
 	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
@@ -114,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// A missing template means the detector is about to delete this binding.
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
-		cops, ops, err := r.overridePolicies(ctx, tmpl.GetNamespace())
+		cops, ops, err := r.overridePolicies(ctx, tmpl)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -251,18 +252,39 @@ func (r *Reconciler) template(ctx context.Context, ref *workv1alpha2.ObjectRefer
 // in case the deletion event was missed.
 const workGoneRetry = 2 * time.Second
 
-func (r *Reconciler) overridePolicies(ctx context.Context, ns string) ([]policyv1alpha1.ClusterOverridePolicy, []policyv1alpha1.OverridePolicy, error) {
-	cops := &policyv1alpha1.ClusterOverridePolicyList{}
-	if err := r.Client.List(ctx, cops); err != nil {
-		return nil, nil, err
-	}
-	ops := &policyv1alpha1.OverridePolicyList{}
-	if ns != "" {
-		if err := r.Client.List(ctx, ops, client.InNamespace(ns)); err != nil {
+// overridePolicies returns the ClusterOverridePolicies and the OverridePolicies of the
+// template's namespace that may select it: those indexed under its kind, its kind and name,
+// or that select everything (IndexOverrideBySelector). overrides.Apply decides among them.
+func (r *Reconciler) overridePolicies(ctx context.Context, tmpl *unstructured.Unstructured) ([]policyv1alpha1.ClusterOverridePolicy, []policyv1alpha1.OverridePolicy, error) {
+	var cops []policyv1alpha1.ClusterOverridePolicy
+	var ops []policyv1alpha1.OverridePolicy
+	seen := map[types.NamespacedName]bool{}
+	for _, key := range resourceselector.CandidateKeys(tmpl.GetAPIVersion(), tmpl.GetKind(), tmpl.GetName()) {
+		cl := &policyv1alpha1.ClusterOverridePolicyList{}
+		if err := r.Client.List(ctx, cl, client.MatchingFields{IndexOverrideBySelector: key}); err != nil {
 			return nil, nil, err
 		}
+		for _, p := range cl.Items {
+			if id := client.ObjectKeyFromObject(&p); !seen[id] {
+				seen[id] = true
+				cops = append(cops, p)
+			}
+		}
+		if tmpl.GetNamespace() == "" {
+			continue
+		}
+		l := &policyv1alpha1.OverridePolicyList{}
+		if err := r.Client.List(ctx, l, client.InNamespace(tmpl.GetNamespace()), client.MatchingFields{IndexOverrideBySelector: key}); err != nil {
+			return nil, nil, err
+		}
+		for _, p := range l.Items {
+			if id := client.ObjectKeyFromObject(&p); !seen[id] {
+				seen[id] = true
+				ops = append(ops, p)
+			}
+		}
 	}
-	return cops.Items, ops.Items, nil
+	return cops, ops, nil
 }
 
 // render builds the Work that carries the template to one cluster.

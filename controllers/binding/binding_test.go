@@ -210,6 +210,34 @@ var _ = Describe("Rendering Works", func() {
 		Expect(synced).To(ConsistOf("Synced Works to member1, member2"))
 	})
 
+	It("finds the override policies that select a template by kind, by label or with no selectors, and no others", func(ctx SpecContext) {
+		ns := "bind-override-index"
+		env.TemplateNamespace(ctx, ns)
+		web := fleettest.Deployment(ns, "web", 2)
+		web.Labels = map[string]string{"tier": "front"}
+		Expect(env.Host.Create(ctx, web)).To(Succeed())
+		addLabel := func(name string, sels []policyv1alpha1.ResourceSelector) {
+			Expect(env.Host.Create(ctx, &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec: policyv1alpha1.OverrideSpec{ResourceSelectors: sels, OverrideRules: []policyv1alpha1.RuleWithCluster{{
+					Overriders: policyv1alpha1.Overriders{LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{
+						{Operator: policyv1alpha1.OverriderOpAdd, Value: map[string]string{name: "yes"}}}}}}}})).To(Succeed())
+		}
+		addLabel("everything", nil)
+		addLabel("by-kind", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}})
+		addLabel("by-label", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment",
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "front"}}}})
+		addLabel("other-label", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment",
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "back"}}}})
+		addLabel("other-name", deploymentSelector("api"))
+		addLabel("other-kind", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web"}})
+		addLabel("other-version", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1beta2", Kind: "Deployment", Name: "web"}})
+
+		bindingFor(ctx, web, 2, true, fleettest.Scheduled("member1", 2))
+		_, m := manifest(ctx, "member1", web, nil)
+		Expect(m.GetLabels()).To(And(HaveKey("everything"), HaveKey("by-kind"), HaveKey("by-label")))
+		Expect(m.GetLabels()).NotTo(Or(HaveKey("other-label"), HaveKey("other-name"), HaveKey("other-kind"), HaveKey("other-version")))
+	})
+
 	It("applies ClusterOverridePolicies and OverridePolicies per cluster and records them on the Work", func(ctx SpecContext) {
 		ns := "bind-overrides"
 		web := webTemplate(ctx, ns)

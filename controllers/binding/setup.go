@@ -18,8 +18,15 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/bindings"
+	"github.com/flotilla-io/flotilla/internal/resourceselector"
 	"github.com/flotilla-io/flotilla/internal/shard"
 )
+
+// IndexOverrideBySelector indexes OverridePolicies and ClusterOverridePolicies by the kinds and
+// names their resourceSelectors select, or resourceselector.AllKey when they select every
+// template (resourceselector.IndexKeys): rendering a template looks only at the override
+// policies that may select it.
+const IndexOverrideBySelector = "flotilla.io/override-by-selector"
 
 // SetupIndexes registers the field indexes the binding controllers use. Call it once.
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
@@ -34,6 +41,16 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 			out = append(out, id)
 		}
 		return out
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &policyv1alpha1.OverridePolicy{}, IndexOverrideBySelector, func(o client.Object) []string {
+		return resourceselector.IndexKeys(o.(*policyv1alpha1.OverridePolicy).Spec.ResourceSelectors, true)
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &policyv1alpha1.ClusterOverridePolicy{}, IndexOverrideBySelector, func(o client.Object) []string {
+		return resourceselector.IndexKeys(o.(*policyv1alpha1.ClusterOverridePolicy).Spec.ResourceSelectors, true)
 	}); err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/handoff"
 	"github.com/flotilla-io/flotilla/internal/policymatch"
+	"github.com/flotilla-io/flotilla/internal/resourceselector"
 )
 
 // ReplicaInterpreter reads a template's replicas and per-replica requirements.
@@ -137,7 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 	// A workload waiting for this template as a dependency goes on now.
 	required := r.Dependencies != nil && r.Dependencies.Appeared(key.GVK, key.NamespacedName)
 
-	policies, err := r.candidatePolicies(ctx, tmpl.Namespace)
+	policies, err := r.candidatePolicies(ctx, tmpl)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -239,31 +240,44 @@ func (r *Reconciler) namespaceOptedIn(ctx context.Context, name string) (bool, e
 	return ns.Labels[wellknown.PropagationLabel] == wellknown.PropagationEnabled, nil
 }
 
-// candidatePolicies lists the PropagationPolicies of the namespace and every
-// ClusterPropagationPolicy. The policies are the cache's own, not copies (a namespace with a
-// policy per template would copy every policy for every template): they are only read, and
-// policyFields copies what goes into a binding.
-func (r *Reconciler) candidatePolicies(ctx context.Context, namespace string) ([]*policymatch.Policy, error) {
+// candidatePolicies returns the PropagationPolicies of the template's namespace and the
+// ClusterPropagationPolicies that may select it: those indexed under its kind, or its kind and
+// name (IndexPolicyBySelector). policymatch.Choose decides among them.
+func (r *Reconciler) candidatePolicies(ctx context.Context, tmpl *metav1.PartialObjectMetadata) ([]*policymatch.Policy, error) {
 	var out []*policymatch.Policy
-	if namespace != "" {
-		pps := &policyv1alpha1.PropagationPolicyList{}
-		if err := r.Client.List(ctx, pps, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+	seen := map[types.NamespacedName]bool{}
+	gvk := tmpl.GroupVersionKind()
+	for _, key := range resourceselector.CandidateKeys(gvk.GroupVersion().String(), gvk.Kind, tmpl.Name) {
+		if key == resourceselector.AllKey {
+			continue // propagation policies without selectors select nothing
+		}
+		if tmpl.Namespace != "" {
+			pps := &policyv1alpha1.PropagationPolicyList{}
+			if err := r.Client.List(ctx, pps, client.InNamespace(tmpl.Namespace), client.MatchingFields{IndexPolicyBySelector: key},
+				client.UnsafeDisableDeepCopy); err != nil {
+				return nil, err
+			}
+			for i := range pps.Items {
+				pp := &pps.Items[i]
+				if id := client.ObjectKeyFromObject(pp); !seen[id] {
+					seen[id] = true
+					out = append(out, &policymatch.Policy{Namespace: pp.Namespace, Name: pp.Name, Spec: &pp.Spec,
+						PermanentID: PermanentID(pp, wellknown.PropagationPolicyPermanentIDLabel), Deleting: pp.DeletionTimestamp != nil})
+				}
+			}
+		}
+		cpps := &policyv1alpha1.ClusterPropagationPolicyList{}
+		if err := r.Client.List(ctx, cpps, client.MatchingFields{IndexPolicyBySelector: key}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
-		for i := range pps.Items {
-			pp := &pps.Items[i]
-			out = append(out, &policymatch.Policy{Namespace: pp.Namespace, Name: pp.Name, Spec: &pp.Spec,
-				PermanentID: PermanentID(pp, wellknown.PropagationPolicyPermanentIDLabel), Deleting: pp.DeletionTimestamp != nil})
+		for i := range cpps.Items {
+			cpp := &cpps.Items[i]
+			if id := client.ObjectKeyFromObject(cpp); !seen[id] {
+				seen[id] = true
+				out = append(out, &policymatch.Policy{Name: cpp.Name, Spec: &cpp.Spec,
+					PermanentID: PermanentID(cpp, wellknown.ClusterPropagationPolicyPermanentIDLabel), Deleting: cpp.DeletionTimestamp != nil})
+			}
 		}
-	}
-	cpps := &policyv1alpha1.ClusterPropagationPolicyList{}
-	if err := r.Client.List(ctx, cpps, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	for i := range cpps.Items {
-		cpp := &cpps.Items[i]
-		out = append(out, &policymatch.Policy{Name: cpp.Name, Spec: &cpp.Spec,
-			PermanentID: PermanentID(cpp, wellknown.ClusterPropagationPolicyPermanentIDLabel), Deleting: cpp.DeletionTimestamp != nil})
 	}
 	return out, nil
 }

@@ -229,6 +229,34 @@ var _ = Describe("Binding templates to PropagationPolicies", func() {
 		Expect(n).To(Equal(1), "one ApplyPolicySucceed: the preemption's")
 	})
 
+	It("chooses by precision among the policies that select by name, by label and by kind, and follows a selector that lets go", func(ctx SpecContext) {
+		ns := "det-precision"
+		env.TemplateNamespace(ctx, ns)
+		byKind := createPP(ctx, ns, "by-kind", policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "ConfigMap"})
+		byLabel := createPP(ctx, ns, "by-label", policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "ConfigMap",
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "front"}}})
+		byName := createPP(ctx, ns, "by-name", selectConfigMap("named"))
+		createPP(ctx, ns, "other-name", selectConfigMap("unrelated"))
+		createPP(ctx, ns, "other-kind", policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "Secret"})
+		named := fleettest.ConfigMap(ns, "named", map[string]string{"k": "v"})
+		named.Labels = map[string]string{"tier": "front"}
+		labelled := fleettest.ConfigMap(ns, "labelled", map[string]string{"k": "v"})
+		labelled.Labels = map[string]string{"tier": "front"}
+		plain := fleettest.ConfigMap(ns, "plain", map[string]string{"k": "v"})
+		for _, cm := range []*corev1.ConfigMap{named, labelled, plain} {
+			Expect(env.Host.Create(ctx, cm)).To(Succeed())
+		}
+		expectClaimedBy(ctx, named, byName)
+		expectClaimedBy(ctx, labelled, byLabel)
+		expectClaimedBy(ctx, plain, byKind)
+
+		By("a policy whose selector no longer names its template lets it go to the next best")
+		patch := client.MergeFrom(byName.DeepCopy())
+		byName.Spec.ResourceSelectors = []policyv1alpha1.ResourceSelector{selectConfigMap("renamed")}
+		Expect(env.Host.Patch(ctx, byName, patch)).To(Succeed())
+		expectClaimedBy(ctx, named, byLabel)
+	})
+
 	It("unbinds the templates of a deleted policy, keeping their member objects, and warns that none matches", func(ctx SpecContext) {
 		ns := "det-policy-deleted"
 		env.TemplateNamespace(ctx, ns)

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
@@ -19,6 +18,7 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/internal/resourceselector"
 )
 
 // Options tune the detector.
@@ -52,6 +52,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		MaxConcurrentReconciles: opts.Workers,
 	})
 	if err != nil {
+		return err
+	}
+	if err := setupPolicyIndexes(mgr); err != nil {
 		return err
 	}
 	r.watcher = newWatcher(mgr.GetCache(), disco, meta, mgr.GetAPIReader(), opts.DiscoveryInterval)
@@ -91,6 +94,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	return (&policyLabeler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 }
 
+// IndexPolicyBySelector indexes PropagationPolicies and ClusterPropagationPolicies by the
+// kinds and names their resourceSelectors select (resourceselector.IndexKeys): a template's
+// reconcile looks only at the policies that may select it, not at every policy.
+const IndexPolicyBySelector = "flotilla.io/policy-by-selector"
+
+func setupPolicyIndexes(mgr ctrl.Manager) error {
+	ctx := context.Background()
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &policyv1alpha1.PropagationPolicy{}, IndexPolicyBySelector, func(o client.Object) []string {
+		return resourceselector.IndexKeys(o.(*policyv1alpha1.PropagationPolicy).Spec.ResourceSelectors, false)
+	}); err != nil {
+		return err
+	}
+	return mgr.GetFieldIndexer().IndexField(ctx, &policyv1alpha1.ClusterPropagationPolicy{}, IndexPolicyBySelector, func(o client.Object) []string {
+		return resourceselector.IndexKeys(o.(*policyv1alpha1.ClusterPropagationPolicy).Spec.ResourceSelectors, false)
+	})
+}
+
 // templatesOfPolicy maps a policy to the templates its selectors select and those it claims
 // now (so that a changed or deleted policy releases them). A policy selecting one template by
 // name so maps to that template, not to every template of the kind. The kinds it names are
@@ -120,13 +140,16 @@ func (r *Reconciler) templatesOfPolicy(ctx context.Context, namespace string, sp
 			if sel.Namespace != "" && (ns == "" || ns == sel.Namespace) {
 				ns = sel.Namespace
 			}
-			add(r.watcher.list(ctx, gvk, ns, match))
+			if sel.Name != "" {
+				add(r.watcher.listNamed(ctx, gvk, ns, sel.Name, match))
+			} else {
+				add(r.watcher.list(ctx, gvk, ns, match))
+			}
 		}
 	}
 	if id != "" {
-		claimedBy := func(m *metav1.PartialObjectMetadata) bool { return m.Labels[idLabel] == id }
 		for gvk := range kinds {
-			add(r.watcher.list(ctx, gvk, namespace, claimedBy))
+			add(r.watcher.listClaimed(gvk, namespace, idLabel, id))
 		}
 	}
 	return out

@@ -76,6 +76,48 @@ func (i *informer) keysIn(gvk schema.GroupVersionKind, namespace string) []Key {
 	return i.keys(gvk, namespace, nil)
 }
 
+// named returns the key of the object of a namespace ("" for a cluster-scoped kind) and name,
+// when the informer holds it and match is true.
+func (i *informer) named(gvk schema.GroupVersionKind, namespace, name string, match func(*metav1.PartialObjectMetadata) bool) []Key {
+	o, ok, _ := i.inf.GetStore().GetByKey(storeKey(types.NamespacedName{Namespace: namespace, Name: name}))
+	m, isMeta := o.(*metav1.PartialObjectMetadata)
+	if !ok || !isMeta || (match != nil && !match(m)) {
+		return nil
+	}
+	return []Key{keyOf(gvk, m)}
+}
+
+// claimed returns the keys of the objects of a namespace ("": all) that carry a claim label
+// (claimLabels) with the value id.
+func (i *informer) claimed(gvk schema.GroupVersionKind, namespace, label, id string) []Key {
+	objs, _ := i.inf.GetIndexer().ByIndex(claimIndex, label+"="+id)
+	var out []Key
+	for _, o := range objs {
+		if m, ok := o.(*metav1.PartialObjectMetadata); ok && (namespace == "" || m.Namespace == namespace) {
+			out = append(out, keyOf(gvk, m))
+		}
+	}
+	return out
+}
+
+// claimIndex indexes the watched templates by their claim labels, as label=value: the
+// templates a policy claims are found without looking at every template.
+const claimIndex = "claim"
+
+func claimIndexFunc(o any) ([]string, error) {
+	m, ok := o.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	for _, l := range claimLabels {
+		if v := m.Labels[l]; v != "" {
+			out = append(out, l+"="+v)
+		}
+	}
+	return out, nil
+}
+
 // versions maps the objects the informer holds: store key → resourceVersion.
 func (i *informer) versions() map[string]string {
 	out := map[string]string{}
@@ -120,7 +162,7 @@ func (w *watcher) newInformerLocked(gvk schema.GroupVersionKind, namespaces map[
 		WatchFuncWithContext: watchFn,
 	}
 	inf := toolscache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0,
-		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc, claimIndex: claimIndexFunc})
 	// Objects are cached without managedFields, as in the manager's cache.
 	_ = inf.SetTransform(func(o any) (any, error) {
 		if m, ok := o.(*metav1.PartialObjectMetadata); ok {
@@ -279,6 +321,36 @@ func (w *watcher) list(ctx context.Context, gvk schema.GroupVersionKind, namespa
 	out := inf.keys(gvk, namespace, match)
 	ctrl.LoggerFrom(ctx).V(2).Info("Listed watched templates", "kind", gvk, "namespace", namespace, "count", len(out))
 	return out
+}
+
+// listNamed returns the key of the watched object of one kind with this name, in a namespace
+// ("": every namespace the watch holds, or cluster-wide), if match is true for it.
+func (w *watcher) listNamed(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string, match func(*metav1.PartialObjectMetadata) bool) []Key {
+	w.mu.RLock()
+	inf := w.informers[gvk]
+	w.mu.RUnlock()
+	switch {
+	case inf == nil:
+		return nil
+	case inf.namespaces != nil && namespace == "":
+		// A namespaced kind, any namespace (a ClusterPropagationPolicy's selector by name).
+		return w.list(ctx, gvk, namespace, match)
+	case inf.namespaces == nil && namespace != "":
+		return nil // a cluster-scoped kind has nothing in a namespace
+	}
+	return inf.named(gvk, namespace, name, match)
+}
+
+// listClaimed returns the keys of the watched objects of one kind, in a namespace ("": all),
+// that the policy with this claim label value claims.
+func (w *watcher) listClaimed(gvk schema.GroupVersionKind, namespace, label, id string) []Key {
+	w.mu.RLock()
+	inf := w.informers[gvk]
+	w.mu.RUnlock()
+	if inf == nil {
+		return nil
+	}
+	return inf.claimed(gvk, namespace, label, id)
 }
 
 // templateClient is the detector's client: reads of template metadata
