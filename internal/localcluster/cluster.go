@@ -461,6 +461,11 @@ func (c *Cluster) etcdHealthy(ctx context.Context) error {
 	return nil
 }
 
+// APIServerArgsEnv names the environment variable whose flags (space-separated) are added,
+// last, to every kube-apiserver started here: a debugging aid, for example
+// FLOTILLA_APISERVER_ARGS=--profiling=true to take CPU profiles of a bench's host.
+const APIServerArgsEnv = "FLOTILLA_APISERVER_ARGS"
+
 func (c *Cluster) apiServerComponent() component {
 	return component{
 		name: binAPIServer,
@@ -489,7 +494,7 @@ func (c *Cluster) apiServerComponent() component {
 			return procSpec{
 				name:     binAPIServer,
 				path:     c.binary(binAPIServer),
-				args:     append(args, c.extraArgs...),
+				args:     append(append(args, c.extraArgs...), strings.Fields(os.Getenv(APIServerArgsEnv))...),
 				stateDir: c.Dir,
 				detach:   c.detach,
 			}

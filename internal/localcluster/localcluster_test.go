@@ -30,6 +30,8 @@ var _ = Describe("A fleet of API servers", Ordered, func() {
 
 	BeforeAll(func(ctx SpecContext) {
 		began := time.Now()
+		// The apiservers are started with --profiling=false; the variable's flags come last.
+		GinkgoT().Setenv(localcluster.APIServerArgsEnv, "--profiling=true")
 		var err error
 		fleet, err = localcluster.StartFleet(ctx, localcluster.FleetOptions{
 			CRDDir:  "testdata/crds",
@@ -40,6 +42,15 @@ var _ = Describe("A fleet of API servers", Ordered, func() {
 		AddReportEntry("fleet of host + 2 API-server-only members started in", time.Since(began).Round(time.Millisecond))
 		DeferCleanup(func() error { return fleet.Stop() })
 	}, NodeTimeout(3*time.Minute))
+
+	It("adds the flags of FLOTILLA_APISERVER_ARGS to every apiserver", func(ctx SpecContext) {
+		for _, c := range fleet.Clusters() {
+			cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
+			body, err := cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/").DoRaw(ctx)
+			Expect(err).NotTo(HaveOccurred(), "%s serves no profiles", c.Name)
+			Expect(string(body)).To(ContainSubstring("heap"))
+		}
+	})
 
 	It("serves every cluster on its own loopback endpoint, through its kubeconfig too", func(ctx SpecContext) {
 		Expect(fleet.Members).To(HaveLen(2))
