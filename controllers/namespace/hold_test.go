@@ -201,8 +201,10 @@ func as(user string) client.Client {
 
 // waitHeld waits until the apiserver enforces the current hold in namespace ns: a host
 // controller's ControllerRevision (a rule the first version of the hold did not have) is
-// denied. The apiserver applies a new policy, binding or namespace label a moment after it is
-// written.
+// denied, and a Job is marked managed by Flotilla. The apiserver applies a new policy, binding
+// or namespace label a moment after it is written, and its validating and mutating policies
+// each in their own time (a Job created once the first applied, before the second, kept no
+// spec.managedBy).
 func waitHeld(ctx context.Context, ns string) {
 	GinkgoHelper()
 	kcm := as("system:kube-controller-manager")
@@ -210,6 +212,18 @@ func waitHeld(ctx context.Context, ns string) {
 		rev := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Revision: 1,
 			Data: k8sruntime.RawExtension{Raw: []byte("{}")}}
 		g.Expect(kcm.Create(ctx, rev, client.DryRunAll)).To(MatchError(ContainSubstring("ControllerRevisions")))
+	}).WithContext(ctx).Should(Succeed())
+	Eventually(func(g Gomega) {
+		var job *batchv1.Job
+		for _, t := range fleettest.HostControllerTemplates(ns) {
+			if j, ok := t.(*batchv1.Job); ok {
+				job = j
+			}
+		}
+		g.Expect(job).NotTo(BeNil())
+		job.Name = "probe"
+		g.Expect(env.Host.Create(ctx, job, client.DryRunAll)).To(Succeed())
+		g.Expect(job.Spec.ManagedBy).To(HaveValue(Equal(wellknown.JobManagedBy)))
 	}).WithContext(ctx).Should(Succeed())
 }
 
