@@ -8,40 +8,44 @@
 // the Work status controller (status, metadata.generation and the spec fields health reads:
 // spec.replicas, a StatefulSet's spec.updateStrategy, a Service's spec.type) and the
 // multi-cluster service controller (Services, EndpointSlices, ServiceExports and
-// ServiceImports, left whole). None of them reads the pod template of a built-in workload,
-// the largest part of its spec, so MemberObject drops it. A customization (Lua) may read any
-// field: readers of a trimmed kind that a customization interprets read the member instead
-// (see [Trimmed] and internal/member's Options.Whole).
+// ServiceImports, left whole). Of a built-in workload's spec they read only scalars and a
+// StatefulSet's updateStrategy, so MemberObject drops the rest of its maps and lists: the pod
+// template, the largest part, and the selector, the strategy, claim templates and the like.
+// A customization (Lua) may read any field: readers of a trimmed kind that a customization
+// interprets read the member instead (see [Trimmed] and internal/member's Options.Whole).
 package cachetrim
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
-// dropped are the fields MemberObject removes, by kind: the pod templates of the built-in
-// workloads (and a StatefulSet's claim templates, a CronJob's Job template).
-var dropped = map[schema.GroupKind][][]string{
-	{Group: "apps", Kind: "Deployment"}:  {{"spec", "template"}},
-	{Group: "apps", Kind: "ReplicaSet"}:  {{"spec", "template"}},
-	{Group: "apps", Kind: "DaemonSet"}:   {{"spec", "template"}},
-	{Group: "apps", Kind: "StatefulSet"}: {{"spec", "template"}, {"spec", "volumeClaimTemplates"}},
-	{Group: "batch", Kind: "Job"}:        {{"spec", "template"}},
-	{Group: "batch", Kind: "CronJob"}:    {{"spec", "jobTemplate"}},
+// keptSpec are, by kind, the built-in workloads whose spec MemberObject trims, and the maps
+// and lists of their spec it keeps (scalars are always kept): a StatefulSet's and a
+// DaemonSet's updateStrategy (health reads the StatefulSet's partition).
+var keptSpec = map[schema.GroupKind][]string{
+	{Group: "apps", Kind: "Deployment"}:  nil,
+	{Group: "apps", Kind: "ReplicaSet"}:  nil,
+	{Group: "apps", Kind: "DaemonSet"}:   {"updateStrategy"},
+	{Group: "apps", Kind: "StatefulSet"}: {"updateStrategy"},
+	{Group: "batch", Kind: "Job"}:        nil,
+	{Group: "batch", Kind: "CronJob"}:    nil,
 }
 
 // Trimmed reports whether MemberObject drops fields of objects of the kind.
 func Trimmed(gk schema.GroupKind) bool {
-	_, ok := dropped[gk]
+	_, ok := keptSpec[gk]
 	return ok
 }
 
 var stripManagedFields = cache.TransformStripManagedFields()
 
-// MemberObject is the member caches' transform: it drops managedFields from every object
-// and the fields listed in dropped from the built-in workloads. It changes the object it is
-// given (the informer's own copy, fresh from the watch) and returns it.
+// MemberObject is the member caches' transform: it drops managedFields from every object,
+// and from the built-in workloads' spec every map and list keptSpec does not list. It changes
+// the object it is given (the informer's own copy, fresh from the watch) and returns it.
 func MemberObject(in any) (any, error) {
 	out, err := stripManagedFields(in)
 	if err != nil {
@@ -51,8 +55,18 @@ func MemberObject(in any) (any, error) {
 	if !ok {
 		return out, nil
 	}
-	for _, path := range dropped[u.GroupVersionKind().GroupKind()] {
-		unstructured.RemoveNestedField(u.Object, path...)
+	kept, trimmed := keptSpec[u.GroupVersionKind().GroupKind()]
+	spec, ok := u.Object["spec"].(map[string]any)
+	if !trimmed || !ok {
+		return u, nil
+	}
+	for k, v := range spec {
+		switch v.(type) {
+		case map[string]any, []any:
+			if !slices.Contains(kept, k) {
+				delete(spec, k)
+			}
+		}
 	}
 	return u, nil
 }

@@ -28,7 +28,7 @@ const memberDeployment = `{"apiVersion":"apps/v1","kind":"Deployment",
   "labels":{"app":"web","` + wellknown.ManagedLabel + `":"` + wellknown.ManagedLabelValue + `"},
   "annotations":{"` + wellknown.WorkNameAnnotation + `":"w","` + wellknown.WorkNamespaceAnnotation + `":"ns","` + wellknown.ResourceTemplateGenerationAnnotation + `":"3"},
   "managedFields":[{"manager":"flotilla","operation":"Apply","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}}]},
- "spec":{"replicas":3,"selector":{"matchLabels":{"app":"web"}},"strategy":{"type":"RollingUpdate"},
+ "spec":{"replicas":3,"paused":false,"selector":{"matchLabels":{"app":"web"}},"strategy":{"type":"RollingUpdate"},
   "template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"app","image":"nginx:1.27"}]}}},
  "status":{"observedGeneration":2,"replicas":3,"updatedReplicas":3,"readyReplicas":3,"availableReplicas":3,
   "conditions":[{"type":"Available","status":"True","reason":"MinimumReplicasAvailable","message":"ok"}]}}`
@@ -41,18 +41,19 @@ func TestMemberObjectDropsTemplatesKeepsWhatReadersRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.(*unstructured.Unstructured)
-	if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "template"); found {
-		t.Error("spec.template kept")
+	for _, f := range []string{"template", "selector", "strategy"} {
+		if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", f); found {
+			t.Errorf("spec.%s kept", f)
+		}
 	}
 	if len(got.GetManagedFields()) != 0 {
 		t.Error("managedFields kept")
 	}
 	// What the readers read is the same on the trimmed and the whole object: metadata, the
-	// rest of the spec, the status, and the interpreter's health, reflected status and
+	// spec's scalars, the status, and the interpreter's health, reflected status and
 	// retained fields.
 	for _, path := range [][]string{{"metadata", "labels"}, {"metadata", "annotations"}, {"metadata", "uid"},
-		{"metadata", "resourceVersion"}, {"metadata", "generation"}, {"spec", "replicas"}, {"spec", "selector"},
-		{"spec", "strategy"}, {"status"}} {
+		{"metadata", "resourceVersion"}, {"metadata", "generation"}, {"spec", "replicas"}, {"spec", "paused"}, {"status"}} {
 		a, _, _ := unstructured.NestedFieldNoCopy(whole.Object, path...)
 		b, _, _ := unstructured.NestedFieldNoCopy(got.Object, path...)
 		if !equality.Semantic.DeepEqual(a, b) {
@@ -93,17 +94,18 @@ func TestMemberObjectDropsTemplatesKeepsWhatReadersRead(t *testing.T) {
 func TestMemberObjectKinds(t *testing.T) {
 	for _, tc := range []struct {
 		apiVersion, kind string
-		gone             [][]string
+		kept             []string // the maps and lists of the spec kept
 	}{
-		{"apps/v1", "Deployment", [][]string{{"spec", "template"}}},
-		{"apps/v1", "ReplicaSet", [][]string{{"spec", "template"}}},
-		{"apps/v1", "DaemonSet", [][]string{{"spec", "template"}}},
-		{"apps/v1", "StatefulSet", [][]string{{"spec", "template"}, {"spec", "volumeClaimTemplates"}}},
-		{"batch/v1", "Job", [][]string{{"spec", "template"}}},
-		{"batch/v1", "CronJob", [][]string{{"spec", "jobTemplate"}}},
+		{"apps/v1", "Deployment", nil},
+		{"apps/v1", "ReplicaSet", nil},
+		{"apps/v1", "DaemonSet", []string{"updateStrategy"}},
+		{"apps/v1", "StatefulSet", []string{"updateStrategy"}},
+		{"batch/v1", "Job", nil},
+		{"batch/v1", "CronJob", nil},
 	} {
 		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
-			"replicas": int64(2), "template": map[string]any{}, "volumeClaimTemplates": []any{}, "jobTemplate": map[string]any{},
+			"replicas": int64(2), "schedule": "* * * * *", "template": map[string]any{}, "volumeClaimTemplates": []any{},
+			"jobTemplate": map[string]any{}, "selector": map[string]any{"matchLabels": map[string]any{"a": "b"}},
 			"updateStrategy": map[string]any{"type": "RollingUpdate"}}}}
 		u.SetAPIVersion(tc.apiVersion)
 		u.SetKind(tc.kind)
@@ -113,16 +115,32 @@ func TestMemberObjectKinds(t *testing.T) {
 		if _, err := MemberObject(u); err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range tc.gone {
-			if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, p...); found {
-				t.Errorf("%s: %v kept", tc.kind, p)
-			}
+		want := map[string]any{"replicas": int64(2), "schedule": "* * * * *"}
+		for _, k := range tc.kept {
+			want[k] = map[string]any{"type": "RollingUpdate"}
 		}
-		for _, p := range [][]string{{"spec", "replicas"}, {"spec", "updateStrategy"}} {
-			if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, p...); !found {
-				t.Errorf("%s: %v dropped", tc.kind, p)
-			}
+		if got := u.Object["spec"]; !equality.Semantic.DeepEqual(got, want) {
+			t.Errorf("%s: spec %v, want %v", tc.kind, got, want)
 		}
+	}
+}
+
+// A StatefulSet's health reads its updateStrategy's partition: the trimmed object reads the
+// same.
+func TestMemberStatefulSetHealth(t *testing.T) {
+	whole := mustUnstructured(t, `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"db","generation":4},
+ "spec":{"replicas":3,"selector":{"matchLabels":{"app":"db"}},"serviceName":"db",
+  "updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":2}},
+  "template":{"metadata":{"labels":{"app":"db"}},"spec":{"containers":[{"name":"db","image":"postgres"}]}},
+  "volumeClaimTemplates":[{"metadata":{"name":"data"}}]},
+ "status":{"observedGeneration":4,"replicas":3,"readyReplicas":3,"availableReplicas":3,"updatedReplicas":1}}`)
+	got, err := MemberObject(whole.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var i interpreter.Interpreter
+	if a, b := i.Health(whole), i.Health(got.(*unstructured.Unstructured)); a != b || a != "Healthy" {
+		t.Errorf("health %s, whole %s (want Healthy: the partition holds the update back)", b, a)
 	}
 }
 
