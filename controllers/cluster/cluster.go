@@ -218,6 +218,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	st.fill(status)
 
 	ready := clusterstatus.ReadyCondition(meta.FindStatusCondition(status.Conditions, wellknown.ClusterConditionReady), health)
+	if ready.Status == metav1.ConditionTrue && len(status.APIEnablements) == 0 && st.isCollecting() {
+		// A member is first reported Ready together with the APIs it serves: Ready before
+		// them would let a template be placed without it (the scheduler leaves out a member
+		// that reports no APIs), and a placement once made stays. The collection running
+		// wakes the Cluster when it is done, whether it found the APIs or not.
+		return ctrl.Result{RequeueAfter: r.opts.ProbeInterval}, nil
+	}
 	if err := r.syncTaints(ctx, cluster, ready.Status); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -361,6 +368,13 @@ func (r *Reconciler) startCollection(ctx context.Context, cluster *clusterv1alph
 		st.mu.Unlock()
 		r.wake(name)
 	}()
+}
+
+// isCollecting reports whether a status collection of the member is running.
+func (st *memberState) isCollecting() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.collecting
 }
 
 // fill writes what the collections found into status.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -33,9 +34,12 @@ import (
 
 var _ = Describe("Member clusters", Ordered, func() {
 	var m1, m2, m3 *localcluster.Cluster
+	// versions records every version of the Clusters the host stores, from before the joins.
+	versions := &clusterVersions{}
 
 	BeforeAll(func(ctx SpecContext) {
 		m1, m2, m3 = fleet.Members[0], fleet.Members[1], fleet.Members[2]
+		versions.watch()
 		for i, m := range fleet.Members[:3] {
 			o := fleet.MemberOptions[i]
 			res, err := join.Join(ctx, join.Options{
@@ -84,6 +88,27 @@ var _ = Describe("Member clusters", Ordered, func() {
 			Expect(hostClient.Get(ctx, client.ObjectKey{Namespace: wellknown.SystemNamespace, Name: m.Name}, secret)).To(Succeed())
 			Expect(secret.Data).To(HaveKeyWithValue(wellknown.SecretKeyCABundle, m.CAData))
 			Expect(secret.Data).To(HaveKey(wellknown.SecretKeyToken))
+		}
+	})
+
+	It("reports a member Ready only together with the APIs it serves", func() {
+		// A Cluster Ready without its APIs would be left out of every placement made then
+		// (a placement once made stays): the first Ready carries them.
+		readyOf := func(name string) []*clusterv1alpha1.Cluster {
+			var out []*clusterv1alpha1.Cluster
+			for _, c := range versions.all() {
+				if c.Name == name && ready(c) != nil && ready(c).Status == metav1.ConditionTrue {
+					out = append(out, c)
+				}
+			}
+			return out
+		}
+		for _, m := range fleet.Members[:3] {
+			Eventually(func() []*clusterv1alpha1.Cluster { return readyOf(m.Name) }).ShouldNot(BeEmpty())
+			for _, c := range readyOf(m.Name) {
+				Expect(c.Status.APIEnablements).NotTo(BeEmpty(),
+					"Cluster %s was Ready at resourceVersion %s without its APIs", c.Name, c.ResourceVersion)
+			}
 		}
 	})
 
@@ -295,6 +320,40 @@ var _ = Describe("Member clusters", Ordered, func() {
 		Expect(res.Removed).To(BeEmpty())
 	})
 })
+
+// clusterVersions is every version of the Clusters a watch of the host delivered.
+type clusterVersions struct {
+	mu   sync.Mutex
+	seen []*clusterv1alpha1.Cluster
+}
+
+// watch records the Clusters' versions until the specs around it end (not the node that
+// starts it: a BeforeAll's context ends with it).
+func (v *clusterVersions) watch() {
+	ctx, cancel := context.WithCancel(context.Background())
+	DeferCleanup(cancel)
+	c, err := client.NewWithWatch(fleet.Host.RESTConfig(), client.Options{Scheme: hostClient.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	w, err := c.Watch(ctx, &clusterv1alpha1.ClusterList{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(w.Stop)
+	go func() {
+		defer GinkgoRecover()
+		for ev := range w.ResultChan() {
+			if c, ok := ev.Object.(*clusterv1alpha1.Cluster); ok {
+				v.mu.Lock()
+				v.seen = append(v.seen, c)
+				v.mu.Unlock()
+			}
+		}
+	}()
+}
+
+func (v *clusterVersions) all() []*clusterv1alpha1.Cluster {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]*clusterv1alpha1.Cluster(nil), v.seen...)
+}
 
 func getCluster(ctx context.Context, g Gomega, name string) *clusterv1alpha1.Cluster {
 	c := &clusterv1alpha1.Cluster{}

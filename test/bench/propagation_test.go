@@ -117,7 +117,11 @@ func propagation(b *testing.B) (*targetTable, func()) {
 		name := fmt.Sprintf("idle-%d", i)
 		start := time.Now()
 		create(ctx, b, host, name, placement)
-		waitFor(ctx, b, "idle template", func() bool { return watch.done(name) })
+		idleCtx, idleCancel := context.WithTimeout(ctx, idleTimeout)
+		if !waitUntil(idleCtx, 5*time.Millisecond, func() bool { return watch.done(name) }) {
+			b.Fatalf("idle template %s not on all members and FullyApplied within %v: %s", name, idleTimeout, bindingClusters(ctx, env, name))
+		}
+		idleCancel()
 		idleApplied = append(idleApplied, watch.applied(name).Sub(start))
 		idleFully = append(idleFully, watch.fully(name).Sub(start))
 	}
@@ -329,19 +333,41 @@ func parallelDoN(workers, n int, f func(i int)) {
 	wg.Wait()
 }
 
+// idleTimeout bounds the wait for one idle template: it takes milliseconds, so a template
+// that is not done by then will not be (placed on fewer members, for example).
+const idleTimeout = 2 * time.Minute
+
+// bindingClusters describes where the template's binding is placed, for a timeout's message.
+func bindingClusters(ctx context.Context, env *framework.Env, template string) string {
+	rb := &workv1alpha2.ResourceBinding{}
+	if err := env.Host.Get(ctx, types.NamespacedName{Namespace: namespace, Name: template + "-deployment"}, rb); err != nil {
+		return "binding: " + err.Error()
+	}
+	return fmt.Sprintf("binding placed on %v", rb.Spec.Clusters)
+}
+
 func waitFor(ctx context.Context, b *testing.B, what string, cond func() bool) {
 	waitEvery(ctx, b, what, 5*time.Millisecond, cond)
 }
 
 // waitEvery waits until cond holds, checking it every interval.
 func waitEvery(ctx context.Context, b *testing.B, what string, interval time.Duration, cond func() bool) {
+	if !waitUntil(ctx, interval, cond) {
+		b.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// waitUntil waits until cond holds, checking it every interval, and reports whether it did
+// before ctx ended.
+func waitUntil(ctx context.Context, interval time.Duration, cond func() bool) bool {
 	for !cond() {
 		select {
 		case <-ctx.Done():
-			b.Fatalf("timed out waiting for %s", what)
+			return false
 		case <-time.After(interval):
 		}
 	}
+	return true
 }
 
 // minSamplesForP99 is the fewest samples whose 99th percentile is not simply their maximum.
@@ -668,7 +694,10 @@ func (clusterReady) check(ctx context.Context, env *framework.Env, name string) 
 	if err := env.Host.Get(ctx, types.NamespacedName{Name: name}, c); err != nil {
 		return false
 	}
-	return meta.IsStatusConditionTrue(c.Status.Conditions, wellknown.ClusterConditionReady)
+	// Ready, serving its APIs and untainted: what the scheduler needs to place on it. A
+	// template placed before all members are would stay on fewer of them.
+	return meta.IsStatusConditionTrue(c.Status.Conditions, wellknown.ClusterConditionReady) &&
+		len(c.Status.APIEnablements) > 0 && len(c.Spec.Taints) == 0
 }
 
 // envInt reads a positive integer from the environment, or returns def.
