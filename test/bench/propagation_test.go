@@ -130,6 +130,11 @@ func propagation(b *testing.B) (*targetTable, func()) {
 	before := mgr.scrape(b)
 	beforeMembers := mgr.requests(b)
 	heap := mgr.sampleHeap(ctx, b)
+	memberClusters := make([]*localcluster.Cluster, 0, len(members))
+	for _, m := range members {
+		memberClusters = append(memberClusters, env.Fleet.Member(m))
+	}
+	cpuBefore := sampleCPU(env.Fleet.Host, memberClusters, mgr)
 	bulkStart := time.Now()
 	created := make([]time.Time, templates)
 	parallelDo(templates, func(i int) {
@@ -140,6 +145,7 @@ func propagation(b *testing.B) (*targetTable, func()) {
 	allApplied := time.Since(bulkStart)
 	waitFor(ctx, b, "all bindings FullyApplied", func() bool { return watch.fullyCount("app-") == templates })
 	allFully := time.Since(bulkStart)
+	cpuAfter := sampleCPU(env.Fleet.Host, memberClusters, mgr)
 	after := mgr.scrape(b)
 	afterMembers := mgr.requests(b)
 	var bulkApplied []time.Duration
@@ -156,6 +162,7 @@ func propagation(b *testing.B) (*targetTable, func()) {
 	})
 	waitFor(ctx, b, "member objects deleted", func() bool { return watch.remaining("app-") == 0 })
 	deleted := time.Since(delStart)
+	cpuAfterDelete := sampleCPU(env.Fleet.Host, memberClusters, mgr)
 	afterDelete := mgr.scrape(b)
 	heapPeak, heapLast := heap.stop()
 	b.StopTimer()
@@ -195,6 +202,9 @@ func propagation(b *testing.B) (*targetTable, func()) {
 	t.row("host API requests per template (manager, create → FullyApplied)", fmt.Sprintf("%.1f", perTemplate), "≤ 10", perTemplate <= 10)
 	t.row("host API requests per template (manager, deletion)", fmt.Sprintf("%.1f", delPerTemplate), "", true)
 	t.row("member API requests per template (manager)", fmt.Sprintf("%.1f", (afterMembers.members-beforeMembers.members)/float64(templates)), "", true)
+	t.row("CPU per template, create → FullyApplied: host apiserver / host etcd / manager / members' apiservers and etcds / bench client",
+		cpuRow(cpuBefore, cpuAfter, templates), "", true)
+	t.row("CPU per template, deletion: the same", cpuRow(cpuAfter, cpuAfterDelete, templates), "", true)
 	for _, q := range []struct{ name, value string }{
 		quantiles("bulk create → last member object", bulkApplied),
 		quantiles("idle create → last member object", idleApplied),
