@@ -173,6 +173,7 @@ func propagation(b *testing.B) (*targetTable, func()) {
 	for i, m := range members {
 		floorClients[i] = floorClient(b, env.Fleet.Member(m).RESTConfig())
 	}
+	cpuBeforeFloor := sampleCPU(env.Fleet.Host, memberClusters, mgr)
 	floorStart := time.Now()
 	for _, c := range floorClients {
 		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "floor"}}, metav1.CreateOptions{}); err != nil {
@@ -187,6 +188,7 @@ func propagation(b *testing.B) (*targetTable, func()) {
 		}
 	})
 	floor := time.Since(floorStart)
+	cpuAfterFloor := sampleCPU(env.Fleet.Host, memberClusters, mgr)
 
 	perTemplate, reqLines := requestTable(before, after, templates)
 	delPerTemplate, delLines := requestTable(after, afterDelete, templates)
@@ -205,6 +207,7 @@ func propagation(b *testing.B) (*targetTable, func()) {
 	t.row("CPU per template, create → FullyApplied: host apiserver / host etcd / manager / members' apiservers and etcds / bench client",
 		cpuRow(cpuBefore, cpuAfter, templates), "", true)
 	t.row("CPU per template, deletion: the same", cpuRow(cpuAfter, cpuAfterDelete, templates), "", true)
+	t.row("CPU per template, floor: the same (the bench client writes to the members)", cpuRow(cpuBeforeFloor, cpuAfterFloor, templates), "", true)
 	for _, q := range []struct{ name, value string }{
 		quantiles("bulk create → last member object", bulkApplied),
 		quantiles("idle create → last member object", idleApplied),
