@@ -701,12 +701,17 @@ func generationTracksContent(tmpl *metav1.PartialObjectMetadata) bool {
 // annotations when the binding was last written (metadataFingerprint).
 const TemplateMetadataAnnotation = "flotilla.io/template-metadata"
 
-// metadataFingerprint is a short hash of o's labels and annotations.
+// metadataFingerprint is a short hash of o's labels and annotations, but for kubectl's
+// last-applied-configuration: the interpreter prunes it from what reaches the members (it
+// changes nothing there), and the detector does not cache it (trimTemplateMetadata).
 func metadataFingerprint(o metav1.Object) string {
 	h := sha256.New()
 	for _, m := range []map[string]string{o.GetLabels(), o.GetAnnotations()} {
 		keys := make([]string, 0, len(m))
 		for k := range m {
+			if k == corev1.LastAppliedConfigAnnotation {
+				continue
+			}
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)

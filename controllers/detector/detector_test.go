@@ -3,9 +3,11 @@ package detector_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -171,6 +173,45 @@ var _ = Describe("Binding templates to PropagationPolicies", func() {
 			env.Get(ctx, g, b)
 			g.Expect(b.Spec.Placement.ClusterAffinity.ClusterNames).To(Equal([]string{"member2"}))
 		}).WithContext(ctx).Should(Succeed())
+	})
+
+	It("rewrites no binding for a change of kubectl's last-applied-configuration alone, which never reaches the members", func(ctx SpecContext) {
+		ns := "det-last-applied"
+		env.TemplateNamespace(ctx, ns)
+		pp := createPP(ctx, ns, "db", policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db"})
+		labels := map[string]string{"app": "db"}
+		db := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db",
+			Annotations: map[string]string{corev1.LastAppliedConfigAnnotation: `{"kind":"StatefulSet","spec":{"replicas":1}}`}},
+			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "postgres"}}}}}}
+		Expect(env.Host.Create(ctx, db)).To(Succeed())
+		expectClaimedBy(ctx, db, pp)
+		b := rb(ns, "StatefulSet", "db")
+		Eventually(func(g Gomega) {
+			env.Get(ctx, g, db)
+			env.Get(ctx, g, b)
+			g.Expect(b.Annotations).To(HaveKeyWithValue(wellknown.ResourceTemplateGenerationAnnotation, fmt.Sprint(db.Generation)))
+		}).WithContext(ctx).Should(Succeed())
+		written := b.ResourceVersion
+
+		By("kubectl applying the same spec again, with another last-applied-configuration")
+		patch := client.MergeFrom(db.DeepCopy())
+		db.Annotations[corev1.LastAppliedConfigAnnotation] = `{"kind":"StatefulSet","spec":{"replicas":1},"metadata":{"name":"db"}}`
+		Expect(env.Host.Patch(ctx, db, patch)).To(Succeed())
+		Consistently(func(g Gomega) string {
+			env.Get(ctx, g, b)
+			return b.ResourceVersion
+		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Equal(written))
+
+		By("an annotation that reaches the members rewrites it")
+		patch = client.MergeFrom(db.DeepCopy())
+		db.Annotations["team"] = "data"
+		Expect(env.Host.Patch(ctx, db, patch)).To(Succeed())
+		Eventually(func(g Gomega) string {
+			env.Get(ctx, g, b)
+			return b.ResourceVersion
+		}).WithContext(ctx).ShouldNot(Equal(written))
 	})
 
 	It("gives an unclaimed template to the highest priority, and moves a claimed one only for preemption: Always", func(ctx SpecContext) {

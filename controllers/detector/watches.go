@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -163,13 +164,7 @@ func (w *watcher) newInformerLocked(gvk schema.GroupVersionKind, namespaces map[
 	}
 	inf := toolscache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0,
 		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc, claimIndex: claimIndexFunc})
-	// Objects are cached without managedFields, as in the manager's cache.
-	_ = inf.SetTransform(func(o any) (any, error) {
-		if m, ok := o.(*metav1.PartialObjectMetadata); ok {
-			m.ManagedFields = nil
-		}
-		return o, nil
-	})
+	_ = inf.SetTransform(trimTemplateMetadata)
 	ctx, cancel := context.WithCancel(w.ctx)
 	i := &informer{inf: inf, namespaces: namespaces, cancel: cancel, done: make(chan struct{})}
 	if known != nil {
@@ -375,4 +370,18 @@ func (c *templateClient) List(ctx context.Context, list client.ObjectList, opts 
 		return c.w.live.List(ctx, list, opts...)
 	}
 	return c.Client.List(ctx, list, opts...)
+}
+
+// trimTemplateMetadata is the template informers' transform. Templates are cached without
+// managedFields, as in the manager's cache, and without kubectl's last-applied-configuration:
+// a template applied with kubectl carries its whole manifest there, and nothing reads it (it
+// never reaches the members, and metadataFingerprint leaves it out).
+func trimTemplateMetadata(o any) (any, error) {
+	if m, ok := o.(*metav1.PartialObjectMetadata); ok {
+		m.ManagedFields = nil
+		if _, ok := m.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
+			delete(m.Annotations, corev1.LastAppliedConfigAnnotation)
+		}
+	}
+	return o, nil
 }
