@@ -2,7 +2,9 @@ package member
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -84,4 +86,38 @@ func deploymentU() *unstructured.Unstructured {
 	u.SetAPIVersion("apps/v1")
 	u.SetKind("Deployment")
 	return u
+}
+
+// waitingReader is a cache whose informer never syncs: a read waits for its context.
+type waitingReader struct{ client.Reader }
+
+func (waitingReader) Get(ctx context.Context, _ client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// A read through a connection that was replaced or dropped meanwhile ends with
+// ErrNotConnected, instead of waiting for the cache forever (the cache stopped with the
+// connection, and an informer started after that never syncs).
+func TestCachedEndsWithTheConnection(t *testing.T) {
+	conn, closeConn := context.WithCancel(context.Background())
+	r := cachedReader{cache: waitingReader{}, conn: conn, name: "member1"}
+	errs := make(chan error, 1)
+	go func() {
+		errs <- r.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "x"}, &corev1.ConfigMap{})
+	}()
+	time.Sleep(50 * time.Millisecond)
+	closeConn()
+	select {
+	case err := <-errs:
+		if !errors.Is(err, ErrNotConnected) {
+			t.Fatalf("read ended with %v, want ErrNotConnected", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the read still waits 10 s after its connection closed")
+	}
+	// A read after the connection closed fails at once.
+	if err := r.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "x"}, &corev1.ConfigMap{}); !errors.Is(err, ErrNotConnected) {
+		t.Fatalf("read after close: %v, want ErrNotConnected", err)
+	}
 }

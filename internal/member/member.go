@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -98,7 +99,7 @@ type Member struct {
 // pod templates of built-in workloads); for a trimmed kind that Options.Whole names, Cached
 // reads the member apiserver instead.
 func (m *Member) Cached() client.Reader {
-	return cachedReader{cache: m.cache, live: m.Client, whole: m.whole}
+	return cachedReader{cache: m.cache, live: m.Client, whole: m.whole, conn: m.ctx, name: m.Name}
 }
 
 // cachedReader reads the member cache, or the member itself for a trimmed kind whole names.
@@ -106,6 +107,11 @@ type cachedReader struct {
 	cache client.Reader
 	live  client.Client
 	whole func(schema.GroupVersionKind) bool
+	// conn ends when the connection is replaced or dropped, and with it the cache: a read
+	// then fails with ErrNotConnected instead of waiting, with the caller's context, for an
+	// informer that will never sync (a kind first read after the cache stopped).
+	conn context.Context
+	name string
 }
 
 func (r cachedReader) reader(obj runtime.Object, list bool) client.Reader {
@@ -126,11 +132,34 @@ func (r cachedReader) reader(obj runtime.Object, list bool) client.Reader {
 }
 
 func (r cachedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	return r.reader(obj, false).Get(ctx, key, obj, opts...)
+	ctx, done := r.bound(ctx)
+	defer done()
+	return r.closed(r.reader(obj, false).Get(ctx, key, obj, opts...))
 }
 
 func (r cachedReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	return r.reader(list, true).List(ctx, list, opts...)
+	ctx, done := r.bound(ctx)
+	defer done()
+	return r.closed(r.reader(list, true).List(ctx, list, opts...))
+}
+
+// bound returns ctx, ended also when the member's connection ends.
+func (r cachedReader) bound(ctx context.Context) (context.Context, func()) {
+	if r.conn == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(r.conn, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// closed turns the error of a read cut short by the end of the connection into
+// ErrNotConnected. A NotFound stays one: the stopped cache still answers from what it holds.
+func (r cachedReader) closed(err error) error {
+	if err != nil && !apierrors.IsNotFound(err) && r.conn != nil && r.conn.Err() != nil {
+		return fmt.Errorf("%w: %s: its connection was closed (reconnected or dropped) during the read: %v", ErrNotConnected, r.name, err)
+	}
+	return err
 }
 
 // Healthy reports whether the last probes succeeded.
