@@ -3,7 +3,11 @@ package soak
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +34,12 @@ func buildManager(ctx context.Context, dir string) (string, error) {
 type managerProc struct {
 	bin, kubeconfig, dir string
 
-	cmd       *exec.Cmd
+	cmd *exec.Cmd
+	// pprof has each incarnation serve /debug/pprof on a free 127.0.0.1 port, pprofAddr (the
+	// long soak only: a port picked free may be taken before the manager binds it, and the
+	// short soak in make test must not fail on that).
+	pprof     bool
+	pprofAddr string
 	done      chan struct{}
 	killed    bool // the exit was ours
 	startedAt time.Time
@@ -49,8 +58,17 @@ func (m *managerProc) start() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(m.bin, "--kubeconfig", m.kubeconfig, "--leader-elect=false",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--cluster-probe-interval=1s")
+	args := []string{"--kubeconfig", m.kubeconfig, "--leader-elect=false",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--cluster-probe-interval=1s"}
+	m.pprofAddr = ""
+	if m.pprof {
+		if m.pprofAddr, err = loopbackAddr(); err != nil {
+			logf.Close()
+			return err
+		}
+		args = append(args, "--pprof-bind-address="+m.pprofAddr)
+	}
+	cmd := exec.Command(m.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -65,6 +83,45 @@ func (m *managerProc) start() error {
 		close(done)
 	}()
 	return nil
+}
+
+// loopbackAddr returns a free 127.0.0.1 address.
+func loopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// goroutines saves the running incarnation's goroutine stacks beside its log, for the
+// post-mortem of a stuck state (what holds a worker), and returns the file's path.
+func (m *managerProc) goroutines() (string, error) {
+	if !m.running() {
+		return "", errors.New("the manager is not running")
+	}
+	if m.pprofAddr == "" {
+		return "", errors.New("the manager serves no pprof (the long soak's managers do)")
+	}
+	resp, err := http.Get("http://" + m.pprofAddr + "/debug/pprof/goroutine?debug=2")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("goroutine dump: %s", resp.Status)
+	}
+	path := filepath.Join(m.dir, fmt.Sprintf("manager-%02d-goroutines-%s.txt", m.starts, time.Now().Format("150405")))
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // running reports whether the current incarnation runs. An exit that was not ours is

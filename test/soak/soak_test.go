@@ -296,7 +296,7 @@ func (s *soaker) setUp() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.mgr = &managerProc{bin: bin, kubeconfig: kubeconfig, dir: s.dir}
+	s.mgr = &managerProc{bin: bin, kubeconfig: kubeconfig, dir: s.dir, pprof: s.cfg.long}
 	if err := s.mgr.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -719,6 +719,12 @@ func (s *soaker) checkpoint() bool {
 				s.stuck = append(s.stuck, fmt.Sprintf("checkpoint %d at %s of chaos, still wrong after %s with the manager up and nothing disrupted: %s",
 					s.checkpoints, at, time.Since(began).Round(time.Second), v))
 				s.journal("  STUCK: %s", v)
+			}
+			// What the manager's workers are doing tells a worker held up from one never asked.
+			if path, err := s.mgr.goroutines(); err != nil {
+				s.journal("  no goroutine dump of the manager: %v", err)
+			} else {
+				s.journal("  goroutines of the manager: %s", path)
 			}
 		}
 	}
