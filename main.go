@@ -87,6 +87,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Float64Var(&o.memberQPS, "member-api-qps", float64(d.MemberQPS), "Client-side QPS limit towards each member cluster.")
 	fs.IntVar(&o.controllers.MemberBurst, "member-api-burst", d.MemberBurst, "Client-side burst towards each member cluster.")
 	fs.IntVar(&o.controllers.MemberWorkers, "member-workers", d.MemberWorkers, "Works of one member cluster applied at once, on workers of that member's own.")
+	fs.DurationVar(&o.controllers.MemberWorkTimeout, "member-work-timeout", d.MemberWorkTimeout, "Bound on the work for one key on a member's workers (one Work's apply, one service's export); it is then retried with backoff.")
 	fs.DurationVar(&o.controllers.ProbeInterval, "cluster-probe-interval", d.ProbeInterval, "How often member clusters are probed.")
 	fs.DurationVar(&o.controllers.StatusInterval, "cluster-status-interval", d.StatusInterval, "How often a member's version, APIs, nodes and capacity are collected (also at once when it connects).")
 	fs.IntVar(&o.controllers.FailureThreshold, "cluster-failure-threshold", d.FailureThreshold, "Failed probes in a row before a member is NotReady.")

@@ -79,6 +79,9 @@ type Options struct {
 	// MemberWorkers is how many Works of one member cluster are applied at once, on workers
 	// of that member's own (a slow member never holds the others' workers).
 	MemberWorkers int
+	// MemberWorkTimeout bounds the work on one key of a member's workers (a Work's apply, a
+	// service's export); it is then retried with backoff. Zero: memberqueue.DefaultTimeout.
+	MemberWorkTimeout time.Duration
 	// HoldControllers are identities added to namespace.DefaultHostControllers: host
 	// controllers whose writes to templates the hold denies.
 	HoldControllers []string
@@ -108,7 +111,7 @@ type Sharding struct {
 }
 
 // DefaultOptions are the defaults of the manager's flags.
-var DefaultOptions = Options{Failover: failover.DefaultOptions, Workers: 8, MemberQPS: 100, MemberBurst: 200, FailureThreshold: 3, MemberWorkers: memberqueue.DefaultWorkers,
+var DefaultOptions = Options{Failover: failover.DefaultOptions, Workers: 8, MemberQPS: 100, MemberBurst: 200, FailureThreshold: 3, MemberWorkers: memberqueue.DefaultWorkers, MemberWorkTimeout: memberqueue.DefaultTimeout,
 	ProbeInterval: cluster.DefaultProbeInterval, StatusInterval: cluster.DefaultStatusInterval}
 
 func (o *Options) defaults() {
@@ -294,7 +297,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	}
 	if err := (&execution.Reconciler{
 		Client: mgr.GetClient(), Members: members, Recorder: mgr.GetEventRecorder("execution-controller"), Interpreter: interp,
-		HostID: hostID, MemberWorkers: o.MemberWorkers, KindServed: clusters.RefreshStatus, Shards: shards,
+		HostID: hostID, MemberWorkers: o.MemberWorkers, MemberWorkTimeout: o.MemberWorkTimeout, KindServed: clusters.RefreshStatus, Shards: shards,
 	}).SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
 	}
@@ -304,7 +307,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	}
 	if err := (&mcscontroller.Reconciler{
 		Client: mgr.GetClient(), Members: members, Recorder: mgr.GetEventRecorder(mcscontroller.ControllerName), MemberWorkers: o.MemberWorkers,
-		KindServed: clusters.RefreshStatus,
+		MemberWorkTimeout: o.MemberWorkTimeout, KindServed: clusters.RefreshStatus,
 	}).SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
 	}

@@ -83,6 +83,9 @@ type Reconciler struct {
 	HostID string
 	// MemberWorkers is how many Works of one member are applied at once.
 	MemberWorkers int
+	// MemberWorkTimeout bounds one Work's sync on its member's workers
+	// (memberqueue.DefaultTimeout when zero).
+	MemberWorkTimeout time.Duration
 	// KindServed, when set, is told that a CRD applied to cluster is Established there: the
 	// member serves a new kind (the cluster controller collects the member's APIs again).
 	KindServed func(cluster string)

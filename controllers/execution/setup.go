@@ -38,6 +38,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		r.HostID = id
 	}
 	r.queues = memberqueue.New("execution", r.MemberWorkers, r.sync)
+	r.queues.Timeout = r.MemberWorkTimeout
 	// Sharded, every replica applies the Works of its shards; unsharded, the leader all.
 	r.queues.EveryReplica = r.Shards != nil
 	// What was applied and written of a shard another replica held may be out of date.

@@ -95,6 +95,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// MemberWorkers is how many services of one member are written at once.
 	MemberWorkers int
+	// MemberWorkTimeout bounds one key's work on its member's workers
+	// (memberqueue.DefaultTimeout when zero).
+	MemberWorkTimeout time.Duration
 	// KindServed, when set, is told that the MCS kinds are served in a member (its CRDs are
 	// in place and watched), so that the member's API list is collected again at once and
 	// ServiceExport templates can be scheduled there without waiting.

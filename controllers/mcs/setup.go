@@ -26,6 +26,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		return fmt.Errorf("mcs controller: Client, Members and Recorder must be set")
 	}
 	r.queues = memberqueue.New("mcs", r.MemberWorkers, r.process)
+	r.queues.Timeout = r.MemberWorkTimeout
 	if err := mgr.Add(r.queues); err != nil {
 		return err
 	}

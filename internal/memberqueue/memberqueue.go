@@ -27,6 +27,10 @@ import (
 // DefaultWorkers is how many keys of one member are processed at once.
 const DefaultWorkers = 4
 
+// DefaultTimeout bounds the processing of one key when Queues.Timeout is zero. One member
+// request times out after 30 s, so a key's usual read and write fit with room to spare.
+const DefaultTimeout = time.Minute
+
 // ProcessFunc does the member work for one key of one member.
 type ProcessFunc[K comparable] func(ctx context.Context, cluster string, key K) (ctrl.Result, error)
 
@@ -42,6 +46,11 @@ type Queues[K comparable] struct {
 	// EveryReplica runs the workers on every replica, not on the leader alone: a sharded
 	// manager's, where each replica processes the keys of its own shards.
 	EveryReplica bool
+	// Timeout bounds one call of Process (DefaultTimeout when zero): its context ends then,
+	// and the key is retried with backoff. A wait that nothing else bounds (a member cache
+	// that never syncs, a connection that hangs) then holds a worker for this long at most,
+	// not until the process exits.
+	Timeout time.Duration
 
 	mu      sync.Mutex
 	ctx     context.Context // set by Start
@@ -157,8 +166,25 @@ func (q *Queues[K]) safeProcess(ctx context.Context, cluster string, key K) (res
 			err = fmt.Errorf("panic processing %v for cluster %s: %v", key, cluster, r)
 		}
 	}()
+	timeout := q.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	start := time.Now()
-	res, err = q.Process(ctx, cluster, key)
-	observe(q.Name, time.Since(start), err)
+	res, err = q.Process(pctx, cluster, key)
+	timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	if timedOut {
+		// Whatever Process returned, the work it was doing was cut short: retry it (an
+		// error it returned is kept as text, so that a terminal one does not stop the retry).
+		msg := fmt.Sprintf("processing %v for cluster %s took longer than %s", key, cluster, timeout)
+		if err != nil {
+			msg += fmt.Sprintf(" (%v)", err)
+		}
+		err = fmt.Errorf("%s: %w", msg, pctx.Err())
+		res = ctrl.Result{}
+	}
+	observe(q.Name, time.Since(start), err, timedOut)
 	return res, err
 }

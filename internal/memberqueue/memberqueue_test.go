@@ -89,3 +89,50 @@ func TestRetries(t *testing.T) {
 	defer mu.Unlock()
 	t.Fatalf("calls per key = %v, want err:3 later:2 panic:2", seen)
 }
+
+// A key whose processing waits on something that never comes (a member cache that never
+// syncs) is cut short after the queue's Timeout and retried, so that the member's worker is
+// free again and the key is not lost.
+func TestTimeoutFreesTheWorkerAndRetries(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var ctxErrs []error
+	q := New("test", 1, func(ctx context.Context, cluster string, key string) (ctrl.Result, error) {
+		mu.Lock()
+		seen[key]++
+		n := seen[key]
+		mu.Unlock()
+		if key == "stuck" && n == 1 {
+			<-ctx.Done() // as a read of a cache that never syncs does
+			mu.Lock()
+			ctxErrs = append(ctxErrs, ctx.Err())
+			mu.Unlock()
+			return ctrl.Result{}, nil // even a caller that swallows the error is retried
+		}
+		return ctrl.Result{}, nil
+	})
+	q.Timeout = 200 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = q.Start(ctx) }()
+	q.Add("m", "stuck")
+	q.Add("m", "next")
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		ok := seen["stuck"] == 2 && seen["next"] == 1
+		mu.Unlock()
+		if ok {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(ctxErrs) != 1 || !errors.Is(ctxErrs[0], context.DeadlineExceeded) {
+				t.Fatalf("the stuck call's context ended with %v, want one DeadlineExceeded", ctxErrs)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Fatalf("calls per key = %v, want stuck:2 (cut short, then retried) next:1 (on the one worker, after it)", seen)
+}

@@ -10,7 +10,7 @@ import (
 var (
 	processed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "flotilla_member_work_total",
-		Help: "Keys processed by per-member workers, by queue and result.",
+		Help: "Keys processed by per-member workers, by queue and result (success, error, timeout).",
 	}, []string{"queue", "result"})
 	duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "flotilla_member_work_duration_seconds",
@@ -21,9 +21,12 @@ var (
 
 func init() { metrics.Registry.MustRegister(processed, duration) }
 
-func observe(queue string, took time.Duration, err error) {
+func observe(queue string, took time.Duration, err error, timedOut bool) {
 	result := "success"
-	if err != nil {
+	switch {
+	case timedOut:
+		result = "timeout"
+	case err != nil:
 		result = "error"
 	}
 	processed.WithLabelValues(queue, result).Inc()
