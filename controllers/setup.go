@@ -30,6 +30,7 @@ import (
 	schedulercontroller "github.com/flotilla-io/flotilla/controllers/scheduler"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
 	"github.com/flotilla-io/flotilla/internal/bindings"
+	"github.com/flotilla-io/flotilla/internal/cachetrim"
 	"github.com/flotilla-io/flotilla/internal/customization"
 	"github.com/flotilla-io/flotilla/internal/handoff"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
@@ -40,9 +41,10 @@ import (
 )
 
 // CacheOptions are the manager's cache options: objects are cached without managedFields,
-// which server-side apply makes large and no reconciler reads.
+// which server-side apply makes large and no reconciler reads, and with one copy of each
+// string that repeats between them (cachetrim.HostObject).
 func CacheOptions() cache.Options {
-	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	return cache.Options{DefaultTransform: cachetrim.HostObject}
 }
 
 // readsMemberObjects reports whether a customization interprets member objects of the kind

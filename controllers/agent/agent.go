@@ -41,6 +41,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
 	"github.com/flotilla-io/flotilla/internal/agentauth"
+	"github.com/flotilla-io/flotilla/internal/cachetrim"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/memberqueue"
@@ -190,7 +191,7 @@ func Run(ctx context.Context, o Options) error {
 	mgr, err := ctrl.NewManager(hostCfg, ctrl.Options{
 		Scheme: scheme,
 		Cache: cache.Options{
-			DefaultTransform: cache.TransformStripManagedFields(),
+			DefaultTransform: cachetrim.HostObject,
 			// Its own execution namespace, and its own Cluster: all the agent may read.
 			DefaultNamespaces: map[string]cache.Config{ns: {}},
 			ByObject: map[client.Object]cache.ByObject{

@@ -17,6 +17,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/flotilla-io/flotilla/internal/cachetrim"
 )
 
 // informer is one running metadata-only watch of a kind: cluster-wide, and for a namespaced
@@ -382,6 +384,7 @@ func trimTemplateMetadata(o any) (any, error) {
 		if _, ok := m.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
 			delete(m.Annotations, corev1.LastAppliedConfigAnnotation)
 		}
+		cachetrim.TemplateMetadata(m)
 	}
 	return o, nil
 }

@@ -44,21 +44,27 @@ func Trimmed(gk schema.GroupKind) bool {
 var stripManagedFields = cache.TransformStripManagedFields()
 
 // MemberObject is the member caches' transform: it drops managedFields from every object,
-// and from the built-in workloads' spec every map and list keptSpec does not list. It changes
-// the object it is given (the informer's own copy, fresh from the watch) and returns it.
+// and from the built-in workloads' spec every map and list keptSpec does not list, and makes
+// canonical the strings that repeat between objects (see HostObject). It changes the object
+// it is given (the informer's own copy, fresh from the watch) and returns it.
 func MemberObject(in any) (any, error) {
 	out, err := stripManagedFields(in)
 	if err != nil {
 		return out, err
 	}
-	u, ok := out.(*unstructured.Unstructured)
-	if !ok {
-		return out, nil
+	if u, ok := out.(*unstructured.Unstructured); ok {
+		trimSpec(u)
 	}
+	internObject(out)
+	return out, nil
+}
+
+// trimSpec drops from a built-in workload's spec every map and list keptSpec does not list.
+func trimSpec(u *unstructured.Unstructured) {
 	kept, trimmed := keptSpec[u.GroupVersionKind().GroupKind()]
 	spec, ok := u.Object["spec"].(map[string]any)
 	if !trimmed || !ok {
-		return u, nil
+		return
 	}
 	for k, v := range spec {
 		switch v.(type) {
@@ -68,5 +74,4 @@ func MemberObject(in any) (any, error) {
 			}
 		}
 	}
-	return u, nil
 }
