@@ -1,5 +1,5 @@
 // Package cachetrim holds the cache transforms that keep the manager's informer caches to
-// what its reconcilers read.
+// what its reconcilers read, with one copy of each string their objects repeat.
 //
 // Member caches hold every propagated object as unstructured data (a map per JSON object),
 // which costs several times the object's JSON size. The readers of member objects are the
@@ -13,6 +13,9 @@
 // template, the largest part, and the selector, the strategy, claim templates and the like.
 // A customization (Lua) may read any field: readers of a trimmed kind that a customization
 // interprets read the member instead (see [Trimmed] and internal/member's Options.Whole).
+//
+// Every cache, the host's too, also keeps one copy of each string its objects repeat
+// (intern.go): HostObject is the host cache's transform, MemberObject the members'.
 package cachetrim
 
 import (

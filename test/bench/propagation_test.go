@@ -15,6 +15,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -571,6 +572,9 @@ type managerProcess struct {
 	cmd         *exec.Cmd
 	metricsAddr string
 	hostAddr    string
+	// pprofAddr is where the manager serves /debug/pprof: a free loopback port, or the
+	// address FLOTILLA_BENCH_MANAGER_ARGS gives with --pprof-bind-address.
+	pprofAddr string
 }
 
 func startManager(ctx context.Context, b *testing.B, env *framework.Env) *managerProcess {
@@ -605,7 +609,15 @@ func startManagers(ctx context.Context, b *testing.B, env *framework.Env, n int)
 			args = append(args, "--leader-elect=false")
 		}
 		// FLOTILLA_BENCH_MANAGER_ARGS adds flags, e.g. "--kube-api-qps=400 --pprof-bind-address=127.0.0.1:6060".
-		args = append(args, strings.Fields(os.Getenv("FLOTILLA_BENCH_MANAGER_ARGS"))...)
+		extra := strings.Fields(os.Getenv("FLOTILLA_BENCH_MANAGER_ARGS"))
+		pprofAddr := flagValue(extra, "pprof-bind-address")
+		if pprofAddr == "" {
+			// The manager serves pprof so that the bench can collect its garbage before
+			// reading the heap after GC (see heapAfterGC).
+			pprofAddr = freeAddr(b)
+			args = append(args, "--pprof-bind-address", pprofAddr)
+		}
+		args = append(args, extra...)
 		cmd := exec.Command(bin, args...)
 		logf, err := os.Create(filepath.Join(os.TempDir(), logName))
 		if err != nil {
@@ -616,7 +628,7 @@ func startManagers(ctx context.Context, b *testing.B, env *framework.Env, n int)
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
-		out = append(out, &managerProcess{cmd: cmd, metricsAddr: addr, hostAddr: strings.TrimPrefix(env.Fleet.Host.Endpoint, "https://")})
+		out = append(out, &managerProcess{cmd: cmd, metricsAddr: addr, pprofAddr: pprofAddr, hostAddr: strings.TrimPrefix(env.Fleet.Host.Endpoint, "https://")})
 	}
 	return out
 }
@@ -689,6 +701,32 @@ func (m *managerProcess) requests(b *testing.B) requestCounts {
 		}
 	}
 	return c
+}
+
+// flagValue returns the value of the flag --name in args ("--name=v" or "--name v"), or "".
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+		if a == "--"+name && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// heapAfterGC has the manager collect its garbage (pprof's heap endpoint with gc=1) and
+// returns its live heap then (go_gc_heap_live_bytes). The metric alone is the heap marked by
+// the last collection, which in an idle manager with a large heap may be minutes old.
+func (m *managerProcess) heapAfterGC(b *testing.B) float64 {
+	resp, err := http.Get("http://" + m.pprofAddr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		b.Fatalf("collecting the manager's garbage: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return m.scrape(b).gauge("go_gc_heap_live_bytes")
 }
 
 func freeAddr(b *testing.B) string {
