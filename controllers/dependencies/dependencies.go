@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,6 +39,7 @@ import (
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/internal/bindings"
+	"github.com/flotilla-io/flotilla/internal/memo"
 )
 
 // Interpreter lists a template's dependencies.
@@ -62,7 +62,7 @@ type Reconciler struct {
 	waits *waitlist
 	// announced holds, per workload binding, the missing dependencies last reported, so
 	// that each change is reported once.
-	announced sync.Map
+	announced memo.Map[types.NamespacedName, string]
 }
 
 // New returns a Reconciler.
@@ -221,8 +221,7 @@ func (r *Reconciler) announce(tmpl *unstructured.Unstructured, rb *workv1alpha2.
 		}
 		msg += fmt.Sprintf("Not propagated: %s (a dependency must be a named or selected object of the workload's own namespace, with an apiVersion and kind)", strings.Join(refused, ", "))
 	}
-	prev, _ := r.announced.Load(key)
-	if prev == msg || (prev == nil && msg == "") {
+	if prev, _ := r.announced.Load(key); prev == msg { // nothing announced counts as ""
 		return
 	}
 	r.announced.Store(key, msg)

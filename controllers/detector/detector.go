@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,6 +31,7 @@ import (
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/handoff"
+	"github.com/flotilla-io/flotilla/internal/memo"
 	"github.com/flotilla-io/flotilla/internal/policymatch"
 	"github.com/flotilla-io/flotilla/internal/resourceselector"
 )
@@ -81,12 +81,12 @@ type Reconciler struct {
 	watcher *watcher
 
 	// warned holds templates that got the "no policy" warning, so it is sent once.
-	warned sync.Map
+	warned memo.Map[Key, struct{}]
 	// created holds the bindings this detector created recently (key → time), so that a
 	// reconcile racing the cache neither reads the template nor tries to create it again.
-	created sync.Map
+	created memo.Map[Key, time.Time]
 	// waiting holds, per template, the dependent overrides it was last reported waiting for.
-	waiting sync.Map
+	waiting memo.Map[Key, string]
 }
 
 // +kubebuilder:rbac:groups=policy.karmada.io,resources=propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch;update;patch
@@ -468,7 +468,7 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 		return false, err
 	}
 	if !exists {
-		if at, ok := r.created.Load(key); ok && time.Since(at.(time.Time)) < createdTTL {
+		if at, ok := r.created.Load(key); ok && time.Since(at) < createdTTL {
 			return false, errRetry
 		}
 	} else {

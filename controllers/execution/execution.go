@@ -40,6 +40,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/memberobject"
 	"github.com/flotilla-io/flotilla/internal/memberqueue"
+	"github.com/flotilla-io/flotilla/internal/memo"
 	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
@@ -98,16 +99,16 @@ type Reconciler struct {
 
 	// applied remembers, per Work, the Work generation and member object generation of the
 	// last apply, so events that change nothing do not cause another apply.
-	applied sync.Map // types.UID → appliedState
+	applied memo.Map[types.UID, appliedState]
 	// written remembers the Applied condition last written per Work.
-	written sync.Map // types.UID → metav1.Condition
+	written memo.Map[types.UID, metav1.Condition]
 	// namespaces remembers, per member connection, the namespaces known to exist there.
 	namespaces sync.Map // cluster → *knownNamespaces
 	// waiting are the Works waiting for their member to serve a kind.
 	waiting kindWaits
 	// established remembers, per Work of a CRD, the UID of the member CRD last seen
 	// Established, so that KindServed is told once.
-	established sync.Map // types.UID → types.UID
+	established memo.Map[types.UID, types.UID]
 }
 
 type appliedState struct {
@@ -325,11 +326,10 @@ func manifests(work *workv1alpha1.Work) ([]*unstructured.Unstructured, error) {
 // upToDate reports whether the member objects are as last applied for this Work generation:
 // each exists in the member cache with the generation observed after the last apply.
 func (r *Reconciler) upToDate(ctx context.Context, m *member.Member, work *workv1alpha1.Work, objs []*unstructured.Unstructured) bool {
-	v, ok := r.applied.Load(work.UID)
+	st, ok := r.applied.Load(work.UID)
 	if !ok || len(objs) != 1 {
 		return false
 	}
-	st := v.(appliedState)
 	if st.workGeneration != work.Generation {
 		return false
 	}
@@ -621,7 +621,7 @@ func (r *Reconciler) setApplied(ctx context.Context, work *workv1alpha1.Work, st
 	// copy did not show it yet.
 	if len(statuses) == 0 {
 		if last, written := r.written.Load(work.UID); written {
-			if sameCondition(last.(metav1.Condition), cond) {
+			if sameCondition(last, cond) {
 				return nil
 			}
 		} else if c := meta.FindStatusCondition(work.Status.Conditions, wellknown.WorkConditionApplied); c != nil && sameCondition(*c, cond) {

@@ -9,6 +9,7 @@ package scheduler
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,6 +33,7 @@ import (
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/bindings"
+	"github.com/flotilla-io/flotilla/internal/memo"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/shard"
 )
@@ -59,12 +62,13 @@ type Reconciler struct {
 	// observed is, by binding, the Scheduled status last written (observedMemo): the event
 	// of the scheduler's own spec write brings the binding back before the cache shows the
 	// status write that followed it, and that status is not written twice.
-	observed sync.Map
+	observed memo.Map[types.NamespacedName, [sha256.Size]byte]
 }
 
-// observedMemo identifies a Scheduled status written for one generation of a binding.
-func observedMemo(rb client.Object, cond metav1.Condition) string {
-	return fmt.Sprintf("%s/%d/%s/%s/%s", rb.GetUID(), rb.GetGeneration(), cond.Status, cond.Reason, cond.Message)
+// observedMemo identifies a Scheduled status written for one generation of a binding: a
+// digest, kept per binding for the manager's lifetime.
+func observedMemo(rb client.Object, cond metav1.Condition) [sha256.Size]byte {
+	return sha256.Sum256(fmt.Appendf(nil, "%s/%d/%s/%s/%s", rb.GetUID(), rb.GetGeneration(), cond.Status, cond.Reason, cond.Message))
 }
 
 const (

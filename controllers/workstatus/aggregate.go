@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -34,6 +32,7 @@ import (
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/memo"
 	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
@@ -71,19 +70,25 @@ type AggregateReconciler struct {
 	// written is, by binding, the template status last written (with the template's UID),
 	// so that a status that changes nothing is not written again. A restart forgets it and
 	// writes each template's status once more, which repairs any edit made meanwhile.
-	written sync.Map
+	written memo.Map[types.NamespacedName, [sha256.Size]byte]
 	// writtenBinding is, by binding, what was last written to the binding's status
 	// (bindingMemo).
-	writtenBinding sync.Map
+	writtenBinding memo.Map[types.NamespacedName, bindingWritten]
 }
 
-// bindingMemo sums up the aggregator's fields of a binding's status, its FullyApplied status
-// first.
-func bindingMemo(rb client.Object, cond metav1.Condition, items []workv1alpha2.AggregatedStatusItem, clustersReady string) string {
-	data, _ := json.Marshal(items)
+// bindingWritten sums up what the aggregator last wrote to a binding's status.
+type bindingWritten struct {
+	fullyApplied bool
+	// digest covers every field the aggregator writes, and the binding's UID and generation.
 	// Kept per binding for the manager's lifetime: a digest, not the statuses themselves.
+	digest [sha256.Size]byte
+}
+
+// bindingMemo sums up the aggregator's fields of a binding's status.
+func bindingMemo(rb client.Object, cond metav1.Condition, items []workv1alpha2.AggregatedStatusItem, clustersReady string) bindingWritten {
+	data, _ := json.Marshal(items)
 	full := fmt.Sprintf("%s/%s/%d/%s/%s/%s/%s", cond.Status, rb.GetUID(), rb.GetGeneration(), cond.Reason, cond.Message, clustersReady, data)
-	return fmt.Sprintf("%s/%x", cond.Status, sha256.Sum256([]byte(full)))
+	return bindingWritten{fullyApplied: cond.Status == metav1.ConditionTrue, digest: sha256.Sum256([]byte(full))}
 }
 
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings/status;clusterresourcebindings/status,verbs=get;update;patch
@@ -162,7 +167,7 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if last != memo && (!bindings.ConditionCurrent(status.Conditions, cond) || !equality.Semantic.DeepEqual(status.AggregatedStatus, items) ||
 		status.ClustersReady != clustersReady) {
 		wasApplied := meta.IsStatusConditionTrue(status.Conditions, wellknown.ConditionFullyApplied)
-		if lastMemo, ok := last.(string); ok && strings.HasPrefix(lastMemo, "True/") {
+		if last.fullyApplied {
 			wasApplied = true
 		}
 		if err := bindings.ApplyStatus(ctx, r.Client, rb, AggregateFieldOwner, map[string]any{
