@@ -60,6 +60,7 @@ type options struct {
 	controllers          controllers.Options
 	memberQPS            float64
 	memoryLimit          string
+	idleGCPercent        int
 	shards               int
 	shardLeasePrefix     string
 }
@@ -78,6 +79,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", hostclient.DefaultBurst, "Client-side burst of requests to the host apiserver, all kinds together.")
 	fs.StringVar(&o.memoryLimit, "memory-limit", "", "Go soft memory limit (a quantity, e.g. 400Mi; \"0\": none): the garbage collector runs more often near it. "+
 		"Default: "+fmt.Sprint(memlimit.Percent)+"% of $"+memlimit.EnvContainerLimit+" (config/manager sets it to the container's memory limit), unless $GOMEMLIMIT is set.")
+	fs.IntVar(&o.idleGCPercent, "idle-gc-percent", memlimit.DefaultIdlePercent, "GOGC while the manager is idle (it has allocated little for a minute), "+
+		"so that it gives back the memory a burst grew its heap to; put back at the first burst. 0 turns it off; so does setting $GOGC.")
 	fs.IntVar(&o.shards, "shards", 1, "Shards the binding and Work controllers' work is split into, each held by one replica through a Lease of its own; "+
 		"1 (the default) is an unsharded manager, where the leader does everything. Run as many replicas as you like (at most as many do work); see README, Sharded managers.")
 	fs.StringVar(&o.shardLeasePrefix, "shard-lease-prefix", "flotilla-manager", "Prefix of the shard Leases (<prefix>-shard-<n>) and replica presence Leases, in the leader election namespace.")
@@ -199,6 +202,17 @@ func run(cfg *rest.Config, o options) error {
 	}
 	if _, err := controllers.Setup(ctx, mgr, o.controllers); err != nil {
 		return err
+	}
+	switch {
+	case o.idleGCPercent <= 0:
+	case o.idleGCPercent >= 100:
+		return fmt.Errorf("--idle-gc-percent=%d: want less than Go's default GOGC, 100, or 0 to turn it off", o.idleGCPercent)
+	case os.Getenv("GOGC") != "":
+		log.Info("$GOGC is set: the garbage collector's goal is left as it says when idle too")
+	default:
+		if err := mgr.Add(&memlimit.IdleGC{Percent: o.idleGCPercent, Log: ctrl.Log.WithName("idle-gc")}); err != nil {
+			return err
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

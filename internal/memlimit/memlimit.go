@@ -1,4 +1,5 @@
-// Package memlimit chooses the manager's Go soft memory limit (runtime/debug.SetMemoryLimit).
+// Package memlimit chooses the manager's Go soft memory limit (runtime/debug.SetMemoryLimit),
+// and lowers its garbage collector's goal while it is idle (IdleGC).
 //
 // A soft limit does not make the live heap smaller: it makes the garbage collector run
 // more often as the heap nears the limit, so that the process does not grow to twice its

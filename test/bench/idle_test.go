@@ -90,13 +90,16 @@ func idleManager(b *testing.B, templates int, t *targetTable) {
 	rssBurst, peak := mgr.rss()
 	time.Sleep(idleSettle - 30*time.Second)
 	rss, _ := mgr.rss()
-	heapLast := mgr.scrape(b).gauge("go_gc_heap_live_bytes")
+	scraped := mgr.scrape(b)
+	heapLast, gogc := scraped.gauge("go_gc_heap_live_bytes"), scraped.gauge("go_gc_gogc_percent")
 	heap := mgr.heapAfterGC(b)
 	saveHeapProfile(b, mgr, "idle")
 	limit := "no soft memory limit"
 	if v := flagValue(strings.Fields(os.Getenv("FLOTILLA_BENCH_MANAGER_ARGS")), "memory-limit"); v != "" {
 		limit = "--memory-limit=" + v
 	}
+	// GOGC as the idle manager has it: 100, or --idle-gc-percent once it has been idle a minute.
+	limit += fmt.Sprintf(", GOGC %.0f", gogc)
 	t.row(fmt.Sprintf("idle manager, %d templates on %d members, %s: RSS after %s idle", templates, idleMembers, limit, idleSettle),
 		fmt.Sprintf("%d MiB", rss/1024), "< 300 MiB", rss/1024 < 300)
 	t.row("  its RSS 30 s after the last binding became FullyApplied (its peak while they propagated)", fmt.Sprintf("%d MiB (%d MiB)", rssBurst/1024, peak/1024), "", true)
