@@ -115,33 +115,51 @@ const (
 	leaveIdle
 )
 
-// idleness tells idle from busy from the bytes allocated between readings. A reading is quiet
-// when, at its allocation rate, a collector at the idle GOGC would run at most once per quiet
-// period: less than percent% of the live heap allocated per quiet period. The process is idle
-// once its readings have been quiet for a quiet period, and busy again at the first reading
-// that is not.
+// idleness tells idle from busy from the bytes allocated between readings, measured in
+// collections at the idle GOGC: one is percent% of the live heap allocated. The process is
+// idle once its readings span a quiet period in which it allocated at most two such
+// collections' worth, which keeps a collector at the idle GOGC to a few runs a minute at
+// most. It is busy again at the first reading in which it allocated one collection's worth or
+// more: a burst, which wants the busy GOGC's room. In between it stays as it is.
 type idleness struct {
 	percent  int
 	quiet    time.Duration
-	quietFor time.Duration
+	readings []reading // the latest, spanning at least quiet when there are enough
 	idle     bool
+}
+
+type reading struct {
+	allocated uint64
+	elapsed   time.Duration
 }
 
 func (d *idleness) observe(allocated, live uint64, elapsed time.Duration) change {
 	if elapsed <= 0 {
 		return noChange
 	}
-	perQuiet := float64(allocated) * float64(d.quiet) / float64(elapsed)
-	if perQuiet >= float64(live)*float64(d.percent)/100 {
-		d.quietFor = 0
+	cycle := float64(live) * float64(d.percent) / 100
+	if float64(allocated) >= cycle {
+		d.readings = d.readings[:0]
 		if d.idle {
 			d.idle = false
 			return leaveIdle
 		}
 		return noChange
 	}
-	d.quietFor += elapsed
-	if !d.idle && d.quietFor >= d.quiet {
+	d.readings = append(d.readings, reading{allocated, elapsed})
+	var span time.Duration
+	var sum uint64
+	for _, r := range d.readings {
+		span += r.elapsed
+		sum += r.allocated
+	}
+	// Keep just enough of the latest readings to span the quiet period.
+	for len(d.readings) > 1 && span-d.readings[0].elapsed >= d.quiet {
+		span -= d.readings[0].elapsed
+		sum -= d.readings[0].allocated
+		d.readings = d.readings[1:]
+	}
+	if !d.idle && span >= d.quiet && float64(sum) <= 2*cycle {
 		d.idle = true
 		return enterIdle
 	}

@@ -14,26 +14,39 @@ func TestIdleness(t *testing.T) {
 	const live = 100 << 20
 	d := &idleness{percent: 25, quiet: time.Minute}
 	step := 10 * time.Second
-	// 25% of 100 MiB per minute is the line: about 4.2 MiB per 10 s reading.
-	busy, quiet := uint64(5<<20), uint64(4<<20)
+	// One collection at GOGC=25 is 25 MiB allocated here: idle is at most 50 MiB over a
+	// minute, busy again is 25 MiB or more in one reading.
+	const (
+		burst  = 25 << 20
+		little = 5 << 20
+		some   = 10 << 20
+	)
 	for i, tc := range []struct {
 		allocated uint64
 		elapsed   time.Duration
 		want      change
 	}{
-		{busy, step, noChange},
-		{quiet, step, noChange},
-		{quiet, 4 * step, noChange}, // quiet for 50 s
-		{quiet, step, enterIdle},    // quiet for a minute
-		{quiet, step, noChange},     // still idle
-		{0, 0, noChange},            // no time passed: no reading
-		{busy, step, leaveIdle},
-		{busy, step, noChange},
-		{quiet, 5 * step, noChange}, // a full quiet minute again before idle
-		{quiet, step, enterIdle},
+		{burst, step, noChange},
+		{little, step, noChange},
+		{little, 4 * step, noChange}, // 50 s of little
+		{little, step, enterIdle},    // a minute: 30 MiB in all
+		{some, step, noChange},       // more, but not a burst: still idle
+		{0, 0, noChange},             // no time passed: no reading
+		{burst, step, leaveIdle},
+		// A steady 1 MiB a second, less than a burst in any reading, is not idle: 60 MiB
+		// a minute is more than two collections.
+		{some, step, noChange},
+		{some, step, noChange},
+		{some, step, noChange},
+		{some, step, noChange},
+		{some, step, noChange},
+		{some, step, noChange},    // a minute since the burst: 60 MiB
+		{some, step, noChange},    // the latest minute: 60 MiB
+		{little, step, noChange},  // 55 MiB
+		{little, step, enterIdle}, // 50 MiB
 	} {
 		if got := d.observe(tc.allocated, live, tc.elapsed); got != tc.want {
-			t.Fatalf("reading %d (%d bytes in %s): %d, want %d", i, tc.allocated, tc.elapsed, got, tc.want)
+			t.Fatalf("reading %d (%d MiB in %s): %d, want %d", i, tc.allocated>>20, tc.elapsed, got, tc.want)
 		}
 	}
 }
