@@ -674,6 +674,24 @@ func (m *managerProcess) rss() (current, peak int) {
 	return current, peak
 }
 
+// rssFile returns how much of the manager's resident memory is mapped files (its binary),
+// in KiB; the rest is anonymous memory: the Go heap, stacks and the runtime's own.
+func (m *managerProcess) rssFile() int {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if fields := strings.Fields(s.Text()); len(fields) >= 2 && fields[0] == "RssFile:" {
+			n, _ := strconv.Atoi(fields[1])
+			return n
+		}
+	}
+	return 0
+}
+
 type requestCounts struct{ host, members float64 }
 
 // requests sums the manager's client requests (rest_client_requests_total) to the host and
