@@ -79,8 +79,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", hostclient.DefaultBurst, "Client-side burst of requests to the host apiserver, all kinds together.")
 	fs.StringVar(&o.memoryLimit, "memory-limit", "", "Go soft memory limit (a quantity, e.g. 400Mi; \"0\": none): the garbage collector runs more often near it. "+
 		"Default: "+fmt.Sprint(memlimit.Percent)+"% of $"+memlimit.EnvContainerLimit+" (config/manager sets it to the container's memory limit), unless $GOMEMLIMIT is set.")
-	fs.IntVar(&o.idleGCPercent, "idle-gc-percent", memlimit.DefaultIdlePercent, "GOGC while the manager is idle (it has allocated little for a minute), "+
-		"so that it gives back the memory a burst grew its heap to; put back at the first burst. 0 turns it off; so does setting $GOGC.")
+	fs.IntVar(&o.idleGCPercent, "idle-gc-percent", memlimit.DefaultIdlePercent, "GOGC while the manager is idle (it allocated at most half its live heap in the last minute), "+
+		"so that it gives back the memory a burst grew its heap to; Go's 100 is put back at the first burst. 0 turns it off; so does setting $GOGC.")
 	fs.IntVar(&o.shards, "shards", 1, "Shards the binding and Work controllers' work is split into, each held by one replica through a Lease of its own; "+
 		"1 (the default) is an unsharded manager, where the leader does everything. Run as many replicas as you like (at most as many do work); see README, Sharded managers.")
 	fs.StringVar(&o.shardLeasePrefix, "shard-lease-prefix", "flotilla-manager", "Prefix of the shard Leases (<prefix>-shard-<n>) and replica presence Leases, in the leader election namespace.")

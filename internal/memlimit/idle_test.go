@@ -11,15 +11,15 @@ import (
 )
 
 func TestIdleness(t *testing.T) {
-	const live = 100 << 20
-	d := &idleness{percent: 25, quiet: time.Minute}
+	const live = 80 << 20
+	d := &idleness{quiet: time.Minute}
 	step := 10 * time.Second
-	// One collection at GOGC=25 is 25 MiB allocated here: idle is at most 50 MiB over a
-	// minute, busy again is 25 MiB or more in one reading.
+	// Idle is at most 40 MiB (half the live heap) over a minute; busy again is 10 MiB (an
+	// eighth) or more in one reading.
 	const (
-		burst  = 25 << 20
+		burst  = 10 << 20
 		little = 5 << 20
-		some   = 10 << 20
+		some   = 8 << 20
 	)
 	for i, tc := range []struct {
 		allocated uint64
@@ -29,21 +29,22 @@ func TestIdleness(t *testing.T) {
 		{burst, step, noChange},
 		{little, step, noChange},
 		{little, 4 * step, noChange}, // 50 s of little
-		{little, step, enterIdle},    // a minute: 30 MiB in all
+		{little, step, enterIdle},    // a minute: 10 MiB in all
 		{some, step, noChange},       // more, but not a burst: still idle
 		{0, 0, noChange},             // no time passed: no reading
 		{burst, step, leaveIdle},
-		// A steady 1 MiB a second, less than a burst in any reading, is not idle: 60 MiB
-		// a minute is more than two collections.
+		// A steady 8 MiB every 10 s, less than a burst in any reading, is not idle: 48 MiB
+		// a minute is more than half the live heap.
 		{some, step, noChange},
 		{some, step, noChange},
 		{some, step, noChange},
 		{some, step, noChange},
 		{some, step, noChange},
-		{some, step, noChange},    // a minute since the burst: 60 MiB
-		{some, step, noChange},    // the latest minute: 60 MiB
-		{little, step, noChange},  // 55 MiB
-		{little, step, enterIdle}, // 50 MiB
+		{some, step, noChange},    // a minute since the burst: 48 MiB
+		{some, step, noChange},    // the latest minute: 48 MiB
+		{little, step, noChange},  // 45 MiB
+		{little, step, noChange},  // 42 MiB
+		{little, step, enterIdle}, // 39 MiB
 	} {
 		if got := d.observe(tc.allocated, live, tc.elapsed); got != tc.want {
 			t.Fatalf("reading %d (%d MiB in %s): %d, want %d", i, tc.allocated>>20, tc.elapsed, got, tc.want)
