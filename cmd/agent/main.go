@@ -15,6 +15,7 @@ import (
 
 	"github.com/flotilla-io/flotilla/controllers/agent"
 	"github.com/flotilla-io/flotilla/internal/agentauth"
+	"github.com/flotilla-io/flotilla/internal/memlimit"
 )
 
 func main() {
@@ -33,12 +34,18 @@ func main() {
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 turns it off.")
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the health probes; 0 turns them off.")
 	flag.StringVar(&o.Identity, "identity", "", "This replica's name in the heartbeat Lease (default: the host name).")
+	flag.IntVar(&o.IdleGCPercent, "idle-gc-percent", memlimit.DefaultIdlePercent, "GOGC while the agent is idle (it allocated at most half its live heap in the last minute), "+
+		"so that it gives back the memory a burst grew its heap to; Go's 100 is put back at the first burst. 0 turns it off; so does setting $GOGC.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
+	if o.IdleGCPercent < 0 || o.IdleGCPercent >= 100 {
+		log.Error(nil, "--idle-gc-percent must be less than Go's default GOGC, 100, or 0 to turn it off", "value", o.IdleGCPercent)
+		os.Exit(2)
+	}
 	ns, name, ok := strings.Cut(secret, "/")
 	if !ok || ns == "" || name == "" {
 		log.Error(nil, "--host-secret must be NAMESPACE/NAME", "value", secret)

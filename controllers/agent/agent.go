@@ -45,6 +45,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/memberqueue"
+	"github.com/flotilla-io/flotilla/internal/memlimit"
 )
 
 // Defaults of Options.
@@ -98,6 +99,9 @@ type Options struct {
 	MetricsAddr, ProbeAddr string
 	// Identity names this agent replica in its heartbeat Lease; default the host name.
 	Identity string
+	// IdleGCPercent is GOGC while the agent is idle (memlimit.IdleGC); 0 leaves the
+	// garbage collector alone, as does a set $GOGC.
+	IdleGCPercent int
 }
 
 func (o *Options) defaults() {
@@ -243,6 +247,11 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if err := mgr.Add(hb); err != nil {
 		return err
+	}
+	if o.IdleGCPercent > 0 && os.Getenv("GOGC") == "" {
+		if err := mgr.Add(&memlimit.IdleGC{Percent: o.IdleGCPercent, Log: ctrl.Log.WithName("idle-gc")}); err != nil {
+			return err
+		}
 	}
 	if err := mgr.Add(&rotator{
 		host: mgr.GetClient(), member: memberClient, secret: o.HostSecret, tokenFile: tokenFile, cluster: name,
