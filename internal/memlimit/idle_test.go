@@ -28,8 +28,11 @@ func TestIdleness(t *testing.T) {
 	}{
 		{burst, step, noChange},
 		{little, step, noChange},
-		{little, 4 * step, noChange}, // 50 s of little
-		{little, step, enterIdle},    // a minute: 10 MiB in all
+		// One busier reading (8 MiB in 10 s is 48 MiB a minute on its own) does not
+		// restart the quiet minute: the minute's readings count together.
+		{some, step, noChange},
+		{little, 3 * step, noChange}, // 50 s: 18 MiB
+		{little, step, enterIdle},    // a minute: 23 MiB in all
 		{some, step, noChange},       // more, but not a burst: still idle
 		{0, 0, noChange},             // no time passed: no reading
 		{burst, step, leaveIdle},
