@@ -1,14 +1,10 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -193,21 +189,7 @@ func measureMemory() memory {
 }
 
 // selfRSS is this process's resident memory, in KiB.
-func selfRSS() int {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if fields := strings.Fields(s.Text()); len(fields) >= 2 && fields[0] == "VmRSS:" {
-			n, _ := strconv.Atoi(fields[1])
-			return n
-		}
-	}
-	return 0
-}
+func selfRSS() int { return procStatus("/proc/self/status")["VmRSS"] }
 
 // bulkClient is an admin client for filling the host, fast.
 func bulkClient(b *testing.B, env *framework.Env) *kubernetes.Clientset {

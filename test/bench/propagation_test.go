@@ -652,9 +652,23 @@ func (m *managerProcess) resetPeakRSS() error {
 
 // rss returns the manager's current and peak resident memory, in KiB.
 func (m *managerProcess) rss() (current, peak int) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	st := procStatus(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	return st["VmRSS"], st["VmHWM"]
+}
+
+// rssFile returns how much of the manager's resident memory is mapped files (its binary),
+// in KiB; the rest is anonymous memory: the Go heap, stacks and the runtime's own.
+func (m *managerProcess) rssFile() int {
+	return procStatus(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))["RssFile"]
+}
+
+// procStatus reads the numeric fields of a /proc/PID/status file (memory in KiB) by name,
+// without their colon; a process that is gone reads as no fields.
+func procStatus(path string) map[string]int {
+	out := map[string]int{}
+	f, err := os.Open(path)
 	if err != nil {
-		return 0, 0
+		return out
 	}
 	defer f.Close()
 	s := bufio.NewScanner(f)
@@ -663,33 +677,11 @@ func (m *managerProcess) rss() (current, peak int) {
 		if len(fields) < 2 {
 			continue
 		}
-		n, _ := strconv.Atoi(fields[1])
-		switch fields[0] {
-		case "VmRSS:":
-			current = n
-		case "VmHWM:":
-			peak = n
+		if n, err := strconv.Atoi(fields[1]); err == nil {
+			out[strings.TrimSuffix(fields[0], ":")] = n
 		}
 	}
-	return current, peak
-}
-
-// rssFile returns how much of the manager's resident memory is mapped files (its binary),
-// in KiB; the rest is anonymous memory: the Go heap, stacks and the runtime's own.
-func (m *managerProcess) rssFile() int {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if fields := strings.Fields(s.Text()); len(fields) >= 2 && fields[0] == "RssFile:" {
-			n, _ := strconv.Atoi(fields[1])
-			return n
-		}
-	}
-	return 0
+	return out
 }
 
 type requestCounts struct{ host, members float64 }
