@@ -11,12 +11,36 @@
 //
 // The leader election Lease gets a client of its own, outside that budget: renewing
 // leadership never waits behind a bulk of Work writes.
+//
+// Configure also names the manager to the host: its user agent, from which the apiserver
+// takes the field manager of every write that does not name one (creates, patches, deletes
+// that set a deletion timestamp). Without it client-go's default names the binary, and every
+// kubebuilder operator's binary is called "manager": their writes would share one field
+// manager in the host's managedFields, and audit logs could not tell them apart.
 package hostclient
 
 import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
+
+// FieldManager is the field manager of the manager's writes to the host that do not name
+// one: the part of its user agent before the first slash.
+const FieldManager = "flotilla-manager"
+
+// UserAgent is the manager's user agent towards the host: FieldManager, the module version
+// the binary was built from ("devel" for a build from a work tree), and the platform.
+func UserAgent() string {
+	version := "devel"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		version = bi.Main.Version
+	}
+	return fmt.Sprintf("%s/%s (%s/%s)", FieldManager, version, runtime.GOOS, runtime.GOARCH)
+}
 
 const (
 	// DefaultQPS and DefaultBurst are the manager's budget towards the host, all kinds
@@ -33,8 +57,12 @@ const (
 // Configure sets cfg's client-side limit to one token bucket of qps and burst shared by
 // every client made from cfg (or a copy of it). A qps of zero or less disables the limit:
 // the host's API Priority and Fairness alone paces the manager. It returns the config of the
-// leader election client, which has a limit of its own.
+// leader election client, which has a limit of its own. A cfg without a user agent gets
+// UserAgent(), and the leader election client with it.
 func Configure(cfg *rest.Config, qps float64, burst int) (leaderElection *rest.Config) {
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = UserAgent()
+	}
 	leaderElection = rest.CopyConfig(cfg)
 	leaderElection.RateLimiter = nil
 	leaderElection.QPS, leaderElection.Burst = leaderElectionQPS, leaderElectionBurst

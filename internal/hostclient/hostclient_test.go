@@ -1,6 +1,7 @@
 package hostclient
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/rest"
@@ -42,5 +43,22 @@ func TestNoLimit(t *testing.T) {
 	Configure(cfg, -1, 0)
 	if cfg.RateLimiter != nil || cfg.QPS >= 0 {
 		t.Fatalf("limit kept: %v %v", cfg.RateLimiter, cfg.QPS)
+	}
+}
+
+func TestUserAgentNamesTheFieldManager(t *testing.T) {
+	cfg := &rest.Config{Host: "https://127.0.0.1:6443"}
+	le := Configure(cfg, 50, 100)
+	// The apiserver's field manager for writes that name none is the user agent up to its
+	// first slash.
+	for name, c := range map[string]*rest.Config{"manager": cfg, "leader election": le} {
+		if got, _, _ := strings.Cut(c.UserAgent, "/"); got != FieldManager {
+			t.Errorf("%s client: user agent %q gives field manager %q, want %q", name, c.UserAgent, got, FieldManager)
+		}
+	}
+	own := &rest.Config{Host: "https://127.0.0.1:6443", UserAgent: "someone/1.0"}
+	Configure(own, 50, 100)
+	if own.UserAgent != "someone/1.0" {
+		t.Errorf("a user agent already set was replaced: %q", own.UserAgent)
 	}
 }

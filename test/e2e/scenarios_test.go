@@ -14,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/internal/hostclient"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
 )
 
@@ -83,6 +85,27 @@ var _ = Describe("Scenario weighted-pipy", Ordered, func() {
 			}).WithContext(ctx).Should(Succeed(), "Service pipy is missing on %s", m)
 		}
 		Eventually(bindingConditionsTrue(ctx, "default", "pipy-deployment")).WithContext(ctx).Should(Succeed())
+
+		By("the manager's writes to the host are under its own field managers, not its binary's name")
+		rb := &workv1alpha2.ResourceBinding{}
+		Expect(env.Host.Get(ctx, types.NamespacedName{Namespace: "default", Name: "pipy-deployment"}, rb)).To(Succeed())
+		tmpl := &appsv1.Deployment{}
+		Expect(env.Host.Get(ctx, types.NamespacedName{Namespace: "default", Name: "pipy"}, tmpl)).To(Succeed())
+		works := &workv1alpha1.WorkList{}
+		Expect(env.Host.List(ctx, works, client.MatchingLabels{wellknown.ResourceBindingPermanentIDLabel: rb.Labels[wellknown.ResourceBindingPermanentIDLabel]})).To(Succeed())
+		Expect(works.Items).NotTo(BeEmpty())
+		objs := []client.Object{rb, tmpl}
+		for i := range works.Items {
+			objs = append(objs, &works.Items[i])
+		}
+		for _, o := range objs {
+			for _, mf := range o.GetManagedFields() {
+				if mf.Manager != "e2e" {
+					Expect(mf.Manager).To(HavePrefix("flotilla-"), "%T %s: field manager %q (%s %s)", o, o.GetName(), mf.Manager, mf.Operation, mf.Subresource)
+				}
+			}
+		}
+		Expect(rb.GetManagedFields()).To(ContainElement(HaveField("Manager", hostclient.FieldManager)), "the binding's create")
 	})
 
 	It("3. scaling to 3 gives 1/1/1 and keeps the first two", func(ctx context.Context) {

@@ -33,6 +33,7 @@ import (
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	"github.com/flotilla-io/flotilla/controllers"
+	"github.com/flotilla-io/flotilla/internal/hostclient"
 	"github.com/flotilla-io/flotilla/internal/join"
 	"github.com/flotilla-io/flotilla/internal/localcluster"
 	"github.com/flotilla-io/flotilla/internal/manifest"
@@ -178,6 +179,11 @@ type Manager struct {
 
 // StartManager starts a manager against the host with cfg, wired by controllers.Setup.
 func StartManager(cfg *rest.Config, opts controllers.Options, leaderElection bool) (*Manager, error) {
+	// The host client as main.go makes it: one budget at the default limits, and the
+	// manager's user agent (its field manager on the host).
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = ""
+	leaderElectionCfg := hostclient.Configure(cfg, hostclient.DefaultQPS, hostclient.DefaultBurst)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  flotillascheme.New(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
@@ -185,6 +191,7 @@ func StartManager(cfg *rest.Config, opts controllers.Options, leaderElection boo
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
 		HealthProbeBindAddress:        "0",
 		LeaderElection:                leaderElection,
+		LeaderElectionConfig:          leaderElectionCfg,
 		LeaderElectionID:              "flotilla-manager.flotilla.io",
 		LeaderElectionNamespace:       wellknown.SystemNamespace,
 		LeaderElectionReleaseOnCancel: true,
