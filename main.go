@@ -23,7 +23,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -77,8 +76,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew the Lease.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", hostclient.DefaultQPS, "Client-side limit of the manager's requests per second to the host apiserver, all kinds together; 0 or less leaves the pace to the host's API Priority and Fairness alone, which also applies.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", hostclient.DefaultBurst, "Client-side burst of requests to the host apiserver, all kinds together.")
-	fs.StringVar(&o.memoryLimit, "memory-limit", "", "Go soft memory limit (a quantity, e.g. 400Mi; \"0\": none): the garbage collector runs more often near it. "+
-		"Default: "+fmt.Sprint(memlimit.Percent)+"% of $"+memlimit.EnvContainerLimit+" (config/manager sets it to the container's memory limit), unless $GOMEMLIMIT is set.")
+	fs.StringVar(&o.memoryLimit, "memory-limit", "", memlimit.FlagUsage("config/manager"))
 	fs.IntVar(&o.idleGCPercent, "idle-gc-percent", memlimit.DefaultIdlePercent, "GOGC while the manager is idle (it allocated at most half its live heap in the last minute), "+
 		"so that it gives back the memory a burst grew its heap to; Go's 100 is put back at the first burst. 0 turns it off; so does setting $GOGC.")
 	fs.IntVar(&o.shards, "shards", 1, "Shards the binding and Work controllers' work is split into, each held by one replica through a Lease of its own; "+
@@ -124,13 +122,12 @@ func main() {
 	ctrl.SetLogger(hostmetrics.Logger(zap.New(zap.UseFlagOptions(&zapOpts))))
 	log := ctrl.Log.WithName("setup")
 
-	limit, from, err := memlimit.Soft(o.memoryLimit, os.Getenv)
+	limit, from, err := memlimit.Set(o.memoryLimit, os.Getenv)
 	if err != nil {
 		log.Error(err, "Bad memory limit")
 		os.Exit(1)
 	}
 	if limit > 0 {
-		debug.SetMemoryLimit(limit)
 		log.Info("Go soft memory limit set", "bytes", limit, "from", from)
 	}
 

@@ -36,6 +36,8 @@ func main() {
 	flag.StringVar(&o.Identity, "identity", "", "This replica's name in the heartbeat Lease (default: the host name).")
 	flag.IntVar(&o.IdleGCPercent, "idle-gc-percent", memlimit.DefaultIdlePercent, "GOGC while the agent is idle (it allocated at most half its live heap in the last minute), "+
 		"so that it gives back the memory a burst grew its heap to; Go's 100 is put back at the first burst. 0 turns it off; so does setting $GOGC.")
+	memoryLimit := ""
+	flag.StringVar(&memoryLimit, "memory-limit", "", memlimit.FlagUsage("the agent's Deployment from `kubectl flotilla register`"))
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -45,6 +47,14 @@ func main() {
 	if o.IdleGCPercent < 0 || o.IdleGCPercent >= 100 {
 		log.Error(nil, "--idle-gc-percent must be less than Go's default GOGC, 100, or 0 to turn it off", "value", o.IdleGCPercent)
 		os.Exit(2)
+	}
+	limit, from, err := memlimit.Set(memoryLimit, os.Getenv)
+	if err != nil {
+		log.Error(err, "Bad memory limit")
+		os.Exit(2)
+	}
+	if limit > 0 {
+		log.Info("Go soft memory limit set", "bytes", limit, "from", from)
 	}
 	ns, name, ok := strings.Cut(secret, "/")
 	if !ok || ns == "" || name == "" {

@@ -9,9 +9,28 @@ package memlimit
 
 import (
 	"fmt"
+	"runtime/debug"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 )
+
+// FlagUsage is the help of the --memory-limit flag of the manager and the agent; what is
+// the container's (config/manager, the Pull agent's Deployment) for the message.
+func FlagUsage(what string) string {
+	return "Go soft memory limit (a quantity, e.g. 400Mi; \"0\": none): the garbage collector runs more often near it. " +
+		"Default: " + fmt.Sprint(Percent) + "% of $" + EnvContainerLimit + " (" + what + " sets it to the container's memory limit), unless $GOMEMLIMIT is set."
+}
+
+// Set sets the soft limit Soft chooses, and returns it (0: the runtime's own is left
+// alone) and what it was derived from.
+func Set(flagValue string, getenv func(string) string) (int64, string, error) {
+	limit, from, err := Soft(flagValue, getenv)
+	if err != nil || limit <= 0 {
+		return 0, from, err
+	}
+	debug.SetMemoryLimit(limit)
+	return limit, from, nil
+}
 
 // EnvContainerLimit is the variable config/manager and the Helm chart set to the container's
 // memory limit in bytes (the downward API's resourceFieldRef limits.memory).

@@ -1,6 +1,9 @@
 package memlimit
 
-import "testing"
+import (
+	"runtime/debug"
+	"testing"
+)
 
 func TestSoft(t *testing.T) {
 	env := func(vars map[string]string) func(string) string {
@@ -34,5 +37,28 @@ func TestSoft(t *testing.T) {
 				t.Errorf("got %d from %q, want %d from %q", got, from, tc.want, tc.from)
 			}
 		})
+	}
+}
+
+func TestSet(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+
+	limit, from, err := Set("", func(k string) string { return map[string]string{EnvContainerLimit: "256Mi"}[k] })
+	if err != nil || limit != 256<<20/100*Percent || from != "90% of $"+EnvContainerLimit {
+		t.Fatalf("Set = %d, %q, %v; want %d from the container's limit", limit, from, err, 256<<20/100*Percent)
+	}
+	if got := debug.SetMemoryLimit(-1); got != limit {
+		t.Fatalf("runtime's soft limit %d, want %d", got, limit)
+	}
+	// Nothing to derive a limit from: the runtime's own is left as it is.
+	if limit, _, err := Set("", func(string) string { return "" }); err != nil || limit != 0 {
+		t.Fatalf("Set with nothing set = %d, %v; want 0", limit, err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 256<<20/100*Percent {
+		t.Fatalf("runtime's soft limit changed to %d with nothing set", got)
+	}
+	if _, _, err := Set("lots", func(string) string { return "" }); err == nil {
+		t.Fatal("a bad flag value: want an error")
 	}
 }

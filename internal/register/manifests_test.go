@@ -11,6 +11,7 @@ import (
 
 	"github.com/flotilla-io/flotilla/internal/agentauth"
 	"github.com/flotilla-io/flotilla/internal/join"
+	"github.com/flotilla-io/flotilla/internal/memlimit"
 )
 
 // config/agent/agent.yaml is what register installs in a member, for those who install the
@@ -46,4 +47,23 @@ func TestTokenID(t *testing.T) {
 	if id, err := TokenID(tok); err != nil || id != "abc123" {
 		t.Errorf("TokenID = %q, %v; want abc123", id, err)
 	}
+}
+
+// The agent's soft memory limit comes from its own container's memory limit.
+func TestAgentMemoryLimitReachesTheAgent(t *testing.T) {
+	d := AgentDeployment(DefaultImage, nil)
+	c := d.Spec.Template.Spec.Containers[0]
+	if c.Resources.Limits.Memory().IsZero() {
+		t.Fatal("the agent's container has no memory limit")
+	}
+	for _, e := range c.Env {
+		if e.Name == memlimit.EnvContainerLimit {
+			ref := e.ValueFrom.ResourceFieldRef
+			if ref == nil || ref.ContainerName != c.Name || ref.Resource != "limits.memory" {
+				t.Fatalf("$%s is %+v, want its container's limits.memory", e.Name, e.ValueFrom)
+			}
+			return
+		}
+	}
+	t.Fatalf("the agent's container has no $%s", memlimit.EnvContainerLimit)
 }

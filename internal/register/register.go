@@ -24,6 +24,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/agent"
 	"github.com/flotilla-io/flotilla/internal/agentauth"
 	"github.com/flotilla-io/flotilla/internal/join"
+	"github.com/flotilla-io/flotilla/internal/memlimit"
 )
 
 const (
@@ -179,6 +180,10 @@ func AgentDeployment(image string, labels map[string]string) *appsv1.Deployment 
 					SecurityContext:    &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 					Containers: []corev1.Container{{
 						Name: "agent", Image: image, Args: []string{"--leader-elect", "--token-dir=/var/run/flotilla"},
+						// The agent's Go soft memory limit is memlimit.Percent of its container's
+						// memory limit (its --memory-limit flag): an edge member's memory is scarce.
+						Env: []corev1.EnvVar{{Name: memlimit.EnvContainerLimit, ValueFrom: &corev1.EnvVarSource{
+							ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "agent", Resource: "limits.memory", Divisor: resourceQuantity("1")}}}},
 						Ports:          []corev1.ContainerPort{{Name: "metrics", ContainerPort: 8080}, {Name: "probes", ContainerPort: 8081}},
 						LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstrFromString("probes")}}},
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstrFromString("probes")}}},
