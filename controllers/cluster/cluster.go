@@ -537,7 +537,8 @@ func (r *Reconciler) finalize(ctx context.Context, cluster *clusterv1alpha1.Clus
 	if err := r.removeAgentAccess(ctx, cluster); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Members.Disconnect(cluster.Name)
+	// Its Works are gone: so go its connection and the member queues' workers.
+	r.Members.Remove(cluster.Name)
 	r.forget(cluster.Name)
 	patch := client.MergeFrom(cluster.DeepCopy())
 	controllerutil.RemoveFinalizer(cluster, wellknown.ClusterControllerFinalizer)

@@ -286,6 +286,14 @@ var _ = Describe("Member clusters", Ordered, func() {
 
 	It("unjoins a member: its Works, execution namespace, host Secret and member ServiceAccount go", func(ctx SpecContext) {
 		ns := wellknown.ExecutionNamespace(m3.Name)
+		// What the execution and mcs controllers register: their member queues go with the Cluster.
+		var removedMu sync.Mutex
+		var removed []string
+		members.OnRemove(func(name string) {
+			removedMu.Lock()
+			defer removedMu.Unlock()
+			removed = append(removed, name)
+		})
 		work := &workv1alpha1.Work{
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 			Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{
@@ -313,6 +321,9 @@ var _ = Describe("Member clusters", Ordered, func() {
 			Expect(apierrors.IsNotFound(memberClient(m3).Get(ctx, client.ObjectKeyFromObject(obj), obj))).To(BeTrue(), "%T is gone", obj)
 		}
 		Expect(members.Names()).NotTo(ContainElement(m3.Name), "the connection is dropped")
+		removedMu.Lock()
+		Expect(removed).To(ContainElement(m3.Name), "the member's per-member state is let go of")
+		removedMu.Unlock()
 
 		// Unjoining again finds nothing to do.
 		res, err = join.Unjoin(ctx, join.UnjoinOptions{Name: m3.Name, Host: fleet.Host.RESTConfig(), Member: m3.RESTConfig()})

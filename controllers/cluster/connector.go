@@ -40,7 +40,7 @@ func (c *connector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	cluster := &clusterv1alpha1.Cluster{}
 	if err := c.r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
-			c.r.Members.Disconnect(req.Name)
+			c.r.Members.Remove(req.Name)
 			c.r.members.Delete(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)

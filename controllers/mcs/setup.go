@@ -27,6 +27,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	}
 	r.queues = memberqueue.New("mcs", r.MemberWorkers, r.process)
 	r.queues.Timeout = r.MemberWorkTimeout
+	// A deleted Cluster's queue and workers go with it.
+	r.Members.OnRemove(r.queues.Remove)
 	if err := mgr.Add(r.queues); err != nil {
 		return err
 	}

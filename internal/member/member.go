@@ -196,6 +196,7 @@ type Manager struct {
 	subMu      sync.RWMutex
 	subs       []chan event.GenericEvent
 	healthSubs []chan event.GenericEvent
+	onRemove   []func(name string)
 
 	// newConfig builds a member's REST config; tests may replace it.
 	newConfig func(c *clusterv1alpha1.Cluster, s *corev1.Secret) (*rest.Config, error)
@@ -393,6 +394,27 @@ func (m *Manager) Disconnect(name string) {
 	if mem != nil {
 		mem.cancel()
 		clusterDown(name)
+	}
+}
+
+// OnRemove registers f to be called with a member's name by Remove: state kept per member
+// outside the Manager (the member queues' workers) goes with the Cluster.
+func (m *Manager) OnRemove(f func(name string)) {
+	m.subMu.Lock()
+	defer m.subMu.Unlock()
+	m.onRemove = append(m.onRemove, f)
+}
+
+// Remove disconnects a member whose Cluster is gone, or whose Works are all gone and whose
+// Cluster is about to be, and calls the functions given to OnRemove. A member joined again
+// under the same name starts afresh.
+func (m *Manager) Remove(name string) {
+	m.Disconnect(name)
+	m.subMu.RLock()
+	fs := m.onRemove
+	m.subMu.RUnlock()
+	for _, f := range fs {
+		f(name)
 	}
 }
 

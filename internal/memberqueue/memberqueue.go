@@ -89,6 +89,31 @@ func (q *Queues[K]) Add(cluster string, key K) {
 	q.queue(cluster).Add(key)
 }
 
+// Remove shuts cluster's queue down, for a member whose Cluster is gone: its workers finish
+// the keys they hold and the keys ready in the queue, then exit; keys waiting for a retry are
+// dropped. A later Add for cluster starts a new queue.
+func (q *Queues[K]) Remove(cluster string) {
+	q.mu.Lock()
+	wq := q.queues[cluster]
+	delete(q.queues, cluster)
+	delete(q.started, cluster)
+	q.mu.Unlock()
+	if wq != nil {
+		wq.ShutDown()
+	}
+}
+
+// Clusters returns the members that have a queue, in no order.
+func (q *Queues[K]) Clusters() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]string, 0, len(q.queues))
+	for c := range q.queues {
+		out = append(out, c)
+	}
+	return out
+}
+
 // Len reports how many keys wait in cluster's queue.
 func (q *Queues[K]) Len(cluster string) int {
 	return q.queue(cluster).Len()

@@ -3,6 +3,7 @@ package memberqueue
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -135,4 +136,45 @@ func TestTimeoutFreesTheWorkerAndRetries(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	t.Fatalf("calls per key = %v, want stuck:2 (cut short, then retried) next:1 (on the one worker, after it)", seen)
+}
+
+// A removed member's workers exit; a member joined again under its name gets new ones.
+func TestRemove(t *testing.T) {
+	done := make(chan string, 10)
+	q := New("test", 3, func(ctx context.Context, cluster string, key string) (ctrl.Result, error) {
+		done <- cluster + "/" + key
+		return ctrl.Result{}, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = q.Start(ctx) }()
+	wait := func(want string) {
+		t.Helper()
+		select {
+		case got := <-done:
+			if got != want {
+				t.Fatalf("processed %s, want %s", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s was not processed", want)
+		}
+	}
+	q.Add("gone", "a")
+	wait("gone/a")
+	with := runtime.NumGoroutine()
+	q.Remove("gone")
+	if c := q.Clusters(); len(c) != 0 {
+		t.Fatalf("queues after Remove: %v", c)
+	}
+	// The member's 3 workers exit (and the queue's own goroutines).
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > with-3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines 10 s after Remove, %d before it: the workers did not exit", runtime.NumGoroutine(), with)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	q.Remove("gone") // again: nothing to do
+	q.Add("gone", "b")
+	wait("gone/b")
 }
