@@ -153,6 +153,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		switch {
 		case errors.Is(w.err, errWorkGoing):
 			waiting = true
+		case apierrors.HasStatusCause(w.err, corev1.NamespaceTerminatingCause):
+			// The cluster's execution namespace is still going, from an unjoin of a cluster
+			// of this name that has since joined again: its controller makes it anew once
+			// it is gone. Nothing is wrong; the Work is written then.
+			log.V(1).Info("Waiting for the cluster's execution namespace to be made anew", "Cluster", w.cluster, "Namespace", w.want.Namespace)
+			waiting = true
 		case w.err != nil:
 			// One cluster's failure does not hold back the others' Works.
 			r.Recorder.Eventf(rb, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkFailed, "SyncWork",
@@ -248,8 +254,8 @@ func (r *Reconciler) template(ctx context.Context, ref *workv1alpha2.ObjectRefer
 	return tmpl, err
 }
 
-// workGoneRetry is when a binding waiting for one of its Works to finish deleting looks again,
-// in case the deletion event was missed.
+// workGoneRetry is when a binding waiting for one of its Works to finish deleting, or for a
+// cluster's execution namespace to be made anew, looks again (in case the event was missed).
 const workGoneRetry = 2 * time.Second
 
 // overridePolicies returns the ClusterOverridePolicies and the OverridePolicies of the

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -378,6 +379,36 @@ var _ = Describe("Removing Works", func() {
 			g.Expect(w.UID).NotTo(Equal(old.UID))
 			g.Expect(w.DeletionTimestamp).To(BeNil())
 		})
+	})
+
+	It("waits without a warning for a cluster's execution namespace that is still going, and writes the Work once it is made anew", func(ctx SpecContext) {
+		// A cluster unjoined and joined again at once: the old execution namespace is still
+		// being emptied. This host runs no namespace controller, so a deleted namespace stays
+		// Terminating until the test finalizes it.
+		const cluster = "rejoined"
+		env.CreateClusters(ctx, cluster)
+		es := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wellknown.ExecutionNamespace(cluster)}}
+		Expect(env.Host.Delete(ctx, es)).To(Succeed())
+		ns := "bind-rejoined"
+		env.TemplateNamespace(ctx, ns)
+		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+		Expect(env.Host.Create(ctx, cm)).To(Succeed())
+		rb := bindingFor(ctx, cm, 0, true, fleettest.Scheduled("member1", 0, cluster, 0))
+		manifest(ctx, "member1", cm, nil) // the binding was reconciled: both Works were tried
+		Consistently(func(g Gomega) []string { return env.EventReasons(ctx, g, rb) }).WithContext(ctx).
+			ShouldNot(ContainElement(wellknown.EventReasonSyncWorkFailed))
+
+		By("the namespace gone and made anew, as the cluster controller does")
+		kube, err := kubernetes.NewForConfig(env.Fleet.Host.RESTConfig())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(es), es)).To(Succeed())
+		es.Spec.Finalizers = nil
+		_, err = kube.CoreV1().Namespaces().Finalize(ctx, es, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(fleettest.Gone(ctx, env.Host, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: es.Name}})).WithContext(ctx).Should(BeTrue())
+		env.CreateNamespace(ctx, es.Name, nil)
+		manifest(ctx, cluster, cm, nil)
+		Expect(env.EventReasons(ctx, Default, rb)).NotTo(ContainElement(wellknown.EventReasonSyncWorkFailed))
 	})
 
 	It("deletes the Works of a deleted binding, and then lets the binding go", func(ctx SpecContext) {

@@ -182,7 +182,7 @@ type collected struct {
 
 // Reconcile probes one member and brings its Cluster's condition, taints and status up to
 // date, then comes back after ProbeInterval.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	cluster := &clusterv1alpha1.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -198,8 +198,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		controllerutil.AddFinalizer(cluster, wellknown.ClusterControllerFinalizer)
 		return ctrl.Result{}, r.Client.Patch(ctx, cluster, patch)
 	}
-	if err := r.ensureExecutionNamespace(ctx, cluster); err != nil {
+	if going, err := r.ensureExecutionNamespace(ctx, cluster); err != nil {
 		return ctrl.Result{}, err
+	} else if going {
+		// The namespace of a Cluster of this name that was unjoined is still being emptied
+		// and deleted: it is made anew as soon as it is gone (bindings wait for it).
+		defer func() {
+			if retErr == nil && (res.RequeueAfter == 0 || res.RequeueAfter > executionNamespaceRetry) {
+				res.RequeueAfter = executionNamespaceRetry
+			}
+		}()
 	}
 	if cluster.Spec.SyncMode == clusterv1alpha1.Pull {
 		return r.reconcilePull(ctx, cluster)
@@ -234,28 +242,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: r.opts.ProbeInterval}, nil
 }
 
-// ensureExecutionNamespace creates karmada-es-<cluster> unless it exists.
-func (r *Reconciler) ensureExecutionNamespace(ctx context.Context, cluster *clusterv1alpha1.Cluster) error {
+// executionNamespaceRetry is how soon a Cluster whose execution namespace is still being
+// deleted (left by an unjoin of a Cluster of the same name) looks again, to make it anew.
+const executionNamespaceRetry = time.Second
+
+// ensureExecutionNamespace creates karmada-es-<cluster> unless it exists. going says it
+// exists but is being deleted.
+func (r *Reconciler) ensureExecutionNamespace(ctx context.Context, cluster *clusterv1alpha1.Cluster) (going bool, err error) {
 	name := wellknown.ExecutionNamespace(cluster.Name)
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	err := r.Client.Get(ctx, types.NamespacedName{Name: name}, ns)
+	err = r.Client.Get(ctx, types.NamespacedName{Name: name}, ns)
+	if err == nil {
+		return ns.DeletionTimestamp != nil, nil
+	}
 	if !apierrors.IsNotFound(err) {
-		return err
+		return false, err
 	}
 	err = r.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	switch {
 	case apierrors.IsAlreadyExists(err):
-		return nil // the cache had not seen it yet
+		return false, nil // the cache had not seen it yet
 	case err != nil:
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, wellknown.EventReasonCreateExecutionSpaceFailed, "CreateNamespace",
 			"Cannot create the execution namespace %s: %v", name, err)
-		return fmt.Errorf("create execution namespace %s: %w", name, err)
+		return false, fmt.Errorf("create execution namespace %s: %w", name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Created the execution namespace", "Namespace", name)
 	r.Recorder.Eventf(cluster, nil, corev1.EventTypeNormal, wellknown.EventReasonCreateExecutionSpaceSucceed, "CreateNamespace",
 		"Created the execution namespace %s", name)
-	return nil
+	return false, nil
 }
 
 // connect (re)builds the member's connection from the Cluster and its Secret when either

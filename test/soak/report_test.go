@@ -120,6 +120,7 @@ func (s *soaker) summary(res *result, restored, converged time.Duration, violati
 	row("member apiserver restarts", fmt.Sprintf("%d (%s down in all)", s.memberRestarts, s.memberDowntime.Round(100*time.Millisecond)))
 	row("member token rotations", s.rotations)
 	row("namespace opt-out / opt-in", s.relabels)
+	row("member unjoined and joined again", fmt.Sprintf("%d (%s from unjoin to joined in all)", s.rejoins, s.rejoinTime.Round(100*time.Millisecond)))
 	row("checkpoints (fully settled / taken)", fmt.Sprintf("%d / %d", s.checkpointsClean, s.checkpoints))
 	row("baseline convergence", s.initialConverge)
 	var nd, ncm, nsvc int

@@ -40,6 +40,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/internal/join"
 	"github.com/flotilla-io/flotilla/internal/localcluster"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
 )
@@ -58,7 +59,7 @@ type config struct {
 	long                                 bool
 	duration                             time.Duration
 	kills, memberRestarts, rotations     int
-	relabels                             int
+	relabels, rejoins                    int
 	minTemplates, maxTemplates           int
 	checkpointEvery, checkpointTimeout   time.Duration
 	checkpointStuck                      time.Duration
@@ -109,6 +110,7 @@ func configure() (config, error) {
 	c.memberRestarts = per(75*time.Second, 2)
 	c.rotations = per(60*time.Second, 2)
 	c.relabels = per(60*time.Second, 2)
+	c.rejoins = per(120*time.Second, 1)
 	c.minTemplates, c.maxTemplates = 10, 36
 	c.initialTemplatesPerNS = 5
 	if c.long {
@@ -154,7 +156,7 @@ type soaker struct {
 	paused     time.Duration // checkpoints: not chaos time
 
 	downMu   sync.Mutex
-	down     string // the member whose apiserver is down, if any
+	down     string // the member whose apiserver is down, or that is unjoined, if any
 	restarts sync.WaitGroup
 	infraErr []string // failures of the harness's own disruptions
 
@@ -164,6 +166,8 @@ type soaker struct {
 	memberDowntime   time.Duration
 	rotations        int
 	relabels         int
+	rejoins          int
+	rejoinTime       time.Duration // from each unjoin's start to its join's end
 	checkpoints      int
 	checkpointsClean int
 	initialConverge  string
@@ -430,6 +434,7 @@ const (
 	evRestart = "restart member apiserver"
 	evRotate  = "rotate member token"
 	evRelabel = "opt namespace out and in"
+	evRejoin  = "unjoin member and join it again"
 )
 
 // schedule draws the disruptions: each kind its count, at uniform random times between 5%
@@ -451,6 +456,7 @@ func (s *soaker) schedule() []disruption {
 	add(evRestart, s.cfg.memberRestarts, between(2*time.Second, 6*time.Second), len(memberNames))
 	add(evRotate, s.cfg.rotations, between(0, time.Millisecond), len(memberNames))
 	add(evRelabel, s.cfg.relabels, between(2*time.Second, 10*time.Second), len(soakNamespaces))
+	add(evRejoin, s.cfg.rejoins, between(0, 5*time.Second), len(memberNames))
 	sort.SliceStable(out, func(i, j int) bool { return out[i].at < out[j].at })
 	return out
 }
@@ -461,8 +467,8 @@ func (s *soaker) chaos() {
 		s.journal("scheduled at %s: %s (target %d, length %s)", e.at.Round(time.Millisecond), e.kind, e.target, e.length.Round(time.Millisecond))
 	}
 	s.chaosStart = time.Now()
-	s.t.Logf("soak: chaos for %s: %d manager kills, %d member apiserver restarts, %d token rotations, %d namespace opt-outs scheduled",
-		s.cfg.duration, s.cfg.kills, s.cfg.memberRestarts, s.cfg.rotations, s.cfg.relabels)
+	s.t.Logf("soak: chaos for %s: %d manager kills, %d member apiserver restarts, %d token rotations, %d namespace opt-outs, %d unjoins and joins scheduled",
+		s.cfg.duration, s.cfg.kills, s.cfg.memberRestarts, s.cfg.rotations, s.cfg.relabels, s.cfg.rejoins)
 	nextCheckpoint := s.cfg.checkpointEvery
 	nextProgress := 30 * time.Second
 	for {
@@ -497,8 +503,8 @@ func (s *soaker) chaos() {
 		}
 		if now >= nextProgress {
 			nextProgress += 30 * time.Second
-			s.t.Logf("soak: %s of chaos: %d ops, %d kills, %d member restarts, %d rotations, %d opt-outs, %d templates",
-				now.Round(time.Second), s.opCount(), s.kills, s.memberRestarts, s.rotations, s.relabels, len(s.m.templates))
+			s.t.Logf("soak: %s of chaos: %d ops, %d kills, %d member restarts, %d rotations, %d opt-outs, %d rejoins, %d templates",
+				now.Round(time.Second), s.opCount(), s.kills, s.memberRestarts, s.rotations, s.relabels, s.rejoins, len(s.m.templates))
 		}
 		pause := s.cfg.opPauseMin + time.Duration(s.rng.Int64N(int64(s.cfg.opPauseMax-s.cfg.opPauseMin)))
 		time.Sleep(pause)
@@ -565,6 +571,14 @@ func (s *soaker) disrupt(e disruption) (time.Duration, bool) {
 		}
 		s.rotations++
 		s.journal("rotate token of %s (join again)", name)
+	case evRejoin:
+		s.downMu.Lock()
+		busy := s.down != ""
+		s.downMu.Unlock()
+		if busy {
+			return 5 * time.Second, true
+		}
+		s.rejoin(memberNames[e.target], e.length)
 	case evRelabel:
 		var ns *namespace
 		for i := range soakNamespaces {
@@ -668,6 +682,41 @@ func (s *soaker) restartMember(name string, down time.Duration) {
 		s.downMu.Lock()
 		s.down = ""
 		s.memberDowntime += time.Since(began)
+		s.infraErr = append(s.infraErr, errs...)
+		s.downMu.Unlock()
+	}()
+}
+
+// rejoin unjoins a member (its Cluster deleted, its Works and member objects cleaned up, its
+// credentials removed) and joins it again after away, in the background: the chaos goes on
+// meanwhile. Policies naming it place nothing there while it is away (a divided workload
+// only there waits, unschedulable) and place it again once it is back.
+func (s *soaker) rejoin(name string, away time.Duration) {
+	s.downMu.Lock()
+	s.down = name
+	s.downMu.Unlock()
+	s.rejoins++
+	s.journal("unjoin %s, join it again %s after", name, away.Round(time.Millisecond))
+	s.restarts.Add(1)
+	go func() {
+		defer s.restarts.Done()
+		began := time.Now()
+		var errs []string
+		// Unjoin waits for the Cluster to go, which needs a manager: one killed meanwhile
+		// comes back within seconds.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if _, err := join.Unjoin(ctx, join.UnjoinOptions{Name: name, Host: s.env.Fleet.Host.RESTConfig(),
+			Member: s.env.Fleet.Member(name).RESTConfig()}); err != nil {
+			errs = append(errs, fmt.Sprintf("unjoining %s: %v", name, err))
+		}
+		time.Sleep(away)
+		if err := s.env.Join(ctx, name); err != nil {
+			errs = append(errs, fmt.Sprintf("joining %s again: %v", name, err))
+		}
+		s.downMu.Lock()
+		s.down = ""
+		s.rejoinTime += time.Since(began)
 		s.infraErr = append(s.infraErr, errs...)
 		s.downMu.Unlock()
 	}()
