@@ -479,12 +479,20 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 		// does not watch bindings, so it looks again rather than wait for an event.
 		return false, errBindingGoing
 	}
+	revision := r.Interpreter.Revision(key.GVK)
+	unchanged := exists && templateCurrent(rb, tmpl, p) && rb.GetAnnotations()[wellknown.InterpreterRevisionAnnotation] == revision
+	if unchanged && p.Spec.ActivationPreference == policyv1alpha1.LazyActivation {
+		// activationPreference: Lazy: the policy's changes reach a template it already binds
+		// when the template changes, not before (a policy over many templates then rolls out
+		// with their own changes). A new claim, and a template that changed, get the policy as
+		// it is now.
+		return false, nil
+	}
 	policySide, err := r.policyFields(ctx, tmpl, p)
 	if err != nil {
 		return false, err
 	}
-	revision := r.Interpreter.Revision(key.GVK)
-	if exists && bindingCurrent(rb, tmpl, p, policySide) && rb.GetAnnotations()[wellknown.InterpreterRevisionAnnotation] == revision {
+	if unchanged && policyCurrent(bindings.Spec(rb), policySide) {
 		return false, nil
 	}
 
@@ -639,9 +647,9 @@ func copyBool(b *bool) *bool {
 	return ptr.To(*b)
 }
 
-// bindingCurrent reports whether the binding already reflects this template version and
-// policy, so the template need not be read.
-func bindingCurrent(rb client.Object, tmpl *metav1.PartialObjectMetadata, p *policymatch.Policy, policySide workv1alpha2.ResourceBindingSpec) bool {
+// templateCurrent reports whether the binding is the policy's and already reflects this
+// version of the template, so the template need not be read.
+func templateCurrent(rb client.Object, tmpl *metav1.PartialObjectMetadata, p *policymatch.Policy) bool {
 	for k, v := range bindingLabels(p) {
 		if rb.GetLabels()[k] != v {
 			return false
@@ -665,6 +673,11 @@ func bindingCurrent(rb client.Object, tmpl *metav1.PartialObjectMetadata, p *pol
 		// rules): any change counts.
 		return false
 	}
+	return true
+}
+
+// policyCurrent reports whether the binding's spec already has the policy's part.
+func policyCurrent(spec *workv1alpha2.ResourceBindingSpec, policySide workv1alpha2.ResourceBindingSpec) bool {
 	var susp *workv1alpha2.Suspension
 	if spec.Suspension != nil {
 		susp = &workv1alpha2.Suspension{Suspension: spec.Suspension.Suspension}

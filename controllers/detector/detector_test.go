@@ -175,6 +175,52 @@ var _ = Describe("Binding templates to PropagationPolicies", func() {
 		}).WithContext(ctx).Should(Succeed())
 	})
 
+	It("holds a Lazy policy's changes back from the templates it binds until each changes (activationPreference: Lazy)", func(ctx SpecContext) {
+		ns := "det-lazy"
+		env.TemplateNamespace(ctx, ns)
+		pp := createPP(ctx, ns, "web", policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			func(s *policyv1alpha1.PropagationSpec) { s.ActivationPreference = policyv1alpha1.LazyActivation })
+		web := fleettest.Deployment(ns, "web", 3)
+		Expect(env.Host.Create(ctx, web)).To(Succeed())
+		expectClaimedBy(ctx, web, pp)
+		b := rb(ns, "Deployment", "web")
+		Eventually(func(g Gomega) {
+			env.Get(ctx, g, web)
+			env.Get(ctx, g, b)
+			g.Expect(b.Annotations).To(HaveKeyWithValue(wellknown.ResourceTemplateGenerationAnnotation, fmt.Sprint(web.Generation)))
+			g.Expect(b.Spec.Placement.ClusterAffinity.ClusterNames).To(Equal([]string{"member1", "member2"}), "a new claim gets the policy at once")
+		}).WithContext(ctx).Should(Succeed())
+
+		By("a change of the policy alone does not reach the binding")
+		patch := client.MergeFrom(pp.DeepCopy())
+		pp.Spec.Placement.ClusterAffinity.ClusterNames = []string{"member2"}
+		Expect(env.Host.Patch(ctx, pp, patch)).To(Succeed())
+		Consistently(func(g Gomega) []string {
+			env.Get(ctx, g, b)
+			return b.Spec.Placement.ClusterAffinity.ClusterNames
+		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Equal([]string{"member1", "member2"}))
+
+		By("the template's next change brings the policy as it is now")
+		tpatch := client.MergeFrom(web.DeepCopy())
+		web.Spec.Replicas = ptr.To[int32](4)
+		Expect(env.Host.Patch(ctx, web, tpatch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			env.Get(ctx, g, b)
+			g.Expect(b.Spec.Replicas).To(Equal(int32(4)))
+			g.Expect(b.Spec.Placement.ClusterAffinity.ClusterNames).To(Equal([]string{"member2"}))
+		}).WithContext(ctx).Should(Succeed())
+
+		By("a policy that is no longer Lazy applies its changes at once")
+		patch = client.MergeFrom(pp.DeepCopy())
+		pp.Spec.ActivationPreference = ""
+		pp.Spec.Placement.ClusterAffinity.ClusterNames = []string{"member1"}
+		Expect(env.Host.Patch(ctx, pp, patch)).To(Succeed())
+		Eventually(func(g Gomega) []string {
+			env.Get(ctx, g, b)
+			return b.Spec.Placement.ClusterAffinity.ClusterNames
+		}).WithContext(ctx).Should(Equal([]string{"member1"}))
+	})
+
 	It("rewrites no binding for a change of kubectl's last-applied-configuration alone, which never reaches the members", func(ctx SpecContext) {
 		ns := "det-last-applied"
 		env.TemplateNamespace(ctx, ns)
