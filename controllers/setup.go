@@ -26,6 +26,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/failover"
 	mcscontroller "github.com/flotilla-io/flotilla/controllers/mcs"
 	"github.com/flotilla-io/flotilla/controllers/namespace"
+	"github.com/flotilla-io/flotilla/controllers/notacted"
 	"github.com/flotilla-io/flotilla/controllers/rebalancer"
 	schedulercontroller "github.com/flotilla-io/flotilla/controllers/scheduler"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
@@ -289,6 +290,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		ProbeInterval: o.ProbeInterval, StatusInterval: o.StatusInterval, Workers: o.Workers, NoExecuteTaints: o.NoExecuteTaints,
 		ConnectEveryReplica: shards != nil,
 	}); err != nil {
+		return nil, err
+	}
+	// Fields accepted but not acted on yet get a Warning on their policy or Cluster.
+	if err := notacted.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	// ClusterTaintPolicies taint and untaint Clusters on their conditions.

@@ -220,6 +220,9 @@ const (
 	// EventReasonReplicasNotDivided: a Divided placement selects a kind whose replicas
 	// Flotilla does not know; it goes whole to each cluster.
 	EventReasonReplicasNotDivided = "ReplicasNotDivided"
+	// EventReasonFieldsNotActedOn: a policy or Cluster sets fields Flotilla accepts but does
+	// not act on yet (internal/notacted); a Warning once per generation.
+	EventReasonFieldsNotActedOn = "FieldsNotActedOn"
 
 	// ResourceInterpreterCustomization events.
 	EventReasonCustomizationLoaded       = "CustomizationLoaded"

@@ -544,14 +544,19 @@ func (s *soaker) disrupt(e disruption) (time.Duration, bool) {
 		s.startPending = true
 		s.journal("SIGKILL manager (kill %d), down for %s", s.kills, e.length.Round(time.Millisecond))
 		s.later(e.length, func() { s.startManager() })
-	case evRestart:
+	case evRestart, evRejoin:
+		// One member is disrupted at a time.
 		s.downMu.Lock()
 		busy := s.down != ""
 		s.downMu.Unlock()
 		if busy {
 			return 5 * time.Second, true
 		}
-		s.restartMember(memberNames[e.target], e.length)
+		if e.kind == evRestart {
+			s.restartMember(memberNames[e.target], e.length)
+		} else {
+			s.rejoin(memberNames[e.target], e.length)
+		}
 	case evRotate:
 		name := memberNames[e.target]
 		s.downMu.Lock()
@@ -571,14 +576,6 @@ func (s *soaker) disrupt(e disruption) (time.Duration, bool) {
 		}
 		s.rotations++
 		s.journal("rotate token of %s (join again)", name)
-	case evRejoin:
-		s.downMu.Lock()
-		busy := s.down != ""
-		s.downMu.Unlock()
-		if busy {
-			return 5 * time.Second, true
-		}
-		s.rejoin(memberNames[e.target], e.length)
 	case evRelabel:
 		var ns *namespace
 		for i := range soakNamespaces {
@@ -659,32 +656,19 @@ func jsonValue(v any) string {
 // restartMember stops a member's apiserver, and starts it again after down, in the
 // background: the chaos goes on meanwhile.
 func (s *soaker) restartMember(name string, down time.Duration) {
-	s.downMu.Lock()
-	s.down = name
-	s.downMu.Unlock()
 	s.memberRestarts++
 	s.journal("stop %s apiserver for %s", name, down.Round(time.Millisecond))
 	c := s.env.Fleet.Member(name)
-	s.restarts.Add(1)
-	go func() {
-		defer s.restarts.Done()
-		began := time.Now()
-		var errs []string
+	s.disruptMember(name, &s.memberDowntime, func(ctx context.Context) (errs []string) {
 		if err := c.StopAPIServer(); err != nil {
 			errs = append(errs, fmt.Sprintf("stopping %s's apiserver: %v", name, err))
 		}
 		time.Sleep(down)
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
 		if err := c.StartAPIServer(ctx); err != nil {
 			errs = append(errs, fmt.Sprintf("starting %s's apiserver: %v", name, err))
 		}
-		s.downMu.Lock()
-		s.down = ""
-		s.memberDowntime += time.Since(began)
-		s.infraErr = append(s.infraErr, errs...)
-		s.downMu.Unlock()
-	}()
+		return errs
+	})
 }
 
 // rejoin unjoins a member (its Cluster deleted, its Works and member objects cleaned up, its
@@ -692,20 +676,11 @@ func (s *soaker) restartMember(name string, down time.Duration) {
 // meanwhile. Policies naming it place nothing there while it is away (a divided workload
 // only there waits, unschedulable) and place it again once it is back.
 func (s *soaker) rejoin(name string, away time.Duration) {
-	s.downMu.Lock()
-	s.down = name
-	s.downMu.Unlock()
 	s.rejoins++
 	s.journal("unjoin %s, join it again %s after", name, away.Round(time.Millisecond))
-	s.restarts.Add(1)
-	go func() {
-		defer s.restarts.Done()
-		began := time.Now()
-		var errs []string
+	s.disruptMember(name, &s.rejoinTime, func(ctx context.Context) (errs []string) {
 		// Unjoin waits for the Cluster to go, which needs a manager: one killed meanwhile
 		// comes back within seconds.
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
 		if _, err := join.Unjoin(ctx, join.UnjoinOptions{Name: name, Host: s.env.Fleet.Host.RESTConfig(),
 			Member: s.env.Fleet.Member(name).RESTConfig()}); err != nil {
 			errs = append(errs, fmt.Sprintf("unjoining %s: %v", name, err))
@@ -714,9 +689,27 @@ func (s *soaker) rejoin(name string, away time.Duration) {
 		if err := s.env.Join(ctx, name); err != nil {
 			errs = append(errs, fmt.Sprintf("joining %s again: %v", name, err))
 		}
+		return errs
+	})
+}
+
+// disruptMember marks name as the disrupted member (checkpoints wait, no other member
+// disruption starts) while disrupt runs in the background (at most 3 minutes), then adds
+// its time to *spent and its failures to the harness's.
+func (s *soaker) disruptMember(name string, spent *time.Duration, disrupt func(ctx context.Context) []string) {
+	s.downMu.Lock()
+	s.down = name
+	s.downMu.Unlock()
+	s.restarts.Add(1)
+	go func() {
+		defer s.restarts.Done()
+		began := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		errs := disrupt(ctx)
 		s.downMu.Lock()
 		s.down = ""
-		s.rejoinTime += time.Since(began)
+		*spent += time.Since(began)
 		s.infraErr = append(s.infraErr, errs...)
 		s.downMu.Unlock()
 	}()

@@ -1,0 +1,55 @@
+// Package notacted names the fields of a user's object that Flotilla accepts, so that Karmada
+// YAML using them applies and reads back unchanged, but does not act on yet. A controller
+// says so on the object (controllers/notacted) instead of ignoring what the user wrote; the
+// README lists the same fields under "Accepted and kept, not acted on yet".
+package notacted
+
+import (
+	"fmt"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+)
+
+// Field is one field set on an object and what Flotilla does with it.
+type Field struct {
+	// Path is the field's path in the object, e.g. spec.placement.workloadAffinity.
+	Path string
+	// Effect says what happens instead: "ignored", or what part is acted on.
+	Effect string
+}
+
+func (f Field) String() string { return f.Path + " (" + f.Effect + ")" }
+
+const ignored = "ignored"
+
+// Propagation returns the fields set in a PropagationPolicy's or ClusterPropagationPolicy's
+// spec that Flotilla does not act on, in the spec's order.
+func Propagation(s *policyv1alpha1.PropagationSpec) []Field {
+	var out []Field
+	if s.Placement.WorkloadAffinity != nil {
+		out = append(out, Field{"spec.placement.workloadAffinity", ignored})
+	}
+	for i, t := range s.Placement.ClusterAffinities {
+		if len(t.OverflowAffinities) > 0 {
+			out = append(out, Field{fmt.Sprintf("spec.placement.clusterAffinities[%d].overflowAffinities", i),
+				"ignored: the group's clusters hold every replica or none"})
+		}
+	}
+	if s.SchedulePriority != nil {
+		out = append(out, Field{"spec.schedulePriority", "resolved onto the binding, but it does not order scheduling"})
+	}
+	return out
+}
+
+// Cluster returns the fields set in a Cluster's spec that Flotilla does not act on.
+func Cluster(s *clusterv1alpha1.ClusterSpec) []Field {
+	var out []Field
+	if s.ImpersonatorSecretRef != nil {
+		out = append(out, Field{"spec.impersonatorSecretRef", "ignored: the member is reached with spec.secretRef's credential"})
+	}
+	if len(s.ProxyHeader) > 0 {
+		out = append(out, Field{"spec.proxyHeader", "ignored: spec.proxyURL is used without extra headers"})
+	}
+	return out
+}
