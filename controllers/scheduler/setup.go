@@ -10,9 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
@@ -75,18 +73,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	}
 	// What was last written of a shard another replica held may be out of date.
 	r.Shards.OnLost(func(int) { r.observed.Clear() })
+	// The bindings' own events and the Clusters' are queued at the bindings' schedulePriority:
+	// when many wait (a cluster failed, capacity came back), those of higher priority are
+	// placed first. Named, not For: For's handler would queue them all at one priority.
 	b := ctrl.NewControllerManagedBy(mgr).Named(name).
 		WithOptions(r.Shards.Options(controller.Options{MaxConcurrentReconciles: workers})).
-		For(sample, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.affected), builder.WithPredicates(clusterChanged())).
-		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.waitingForCapacity), builder.WithPredicates(capacityChanged()))
+		Watches(sample, byPriority(), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&clusterv1alpha1.Cluster{}, clusterHandler(r.affected), builder.WithPredicates(clusterChanged())).
+		Watches(&clusterv1alpha1.Cluster{}, clusterHandler(r.waitingForCapacity), builder.WithPredicates(capacityChanged()))
 	return r.Shards.Complete(b, shard.ListFrom(mgr.GetCache(), func() client.ObjectList { return bindings.NewList(sample) }), r)
 }
 
 // affected maps a cluster change to the bindings it can affect: those scheduled on it (it may
 // have to leave), those not scheduled anywhere (it may now fit), and duplicated ones (they go
 // to every cluster that fits).
-func (r *Reconciler) affected(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) affected(ctx context.Context, o client.Object) []client.Object {
 	return r.listAll(ctx,
 		client.MatchingFields{bindings.IndexBindingByCluster: o.GetName()},
 		client.MatchingFields{IndexUnscheduled: "true"},
@@ -94,14 +95,14 @@ func (r *Reconciler) affected(ctx context.Context, o client.Object) []reconcile.
 }
 
 // listAll lists the bindings each option selects, each binding once.
-func (r *Reconciler) listAll(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
-	seen := map[reconcile.Request]bool{}
-	var out []reconcile.Request
+func (r *Reconciler) listAll(ctx context.Context, opts ...client.ListOption) []client.Object {
+	seen := map[client.ObjectKey]bool{}
+	var out []client.Object
 	for _, opt := range opts {
-		for _, req := range r.list(ctx, opt) {
-			if !seen[req] {
-				seen[req] = true
-				out = append(out, req)
+		for _, o := range r.list(ctx, opt) {
+			if k := client.ObjectKeyFromObject(o); !seen[k] {
+				seen[k] = true
+				out = append(out, o)
 			}
 		}
 	}
@@ -111,7 +112,7 @@ func (r *Reconciler) listAll(ctx context.Context, opts ...client.ListOption) []r
 // waitingForCapacity maps a change of a cluster's capacity to the bindings that found no
 // placement last time: unscheduled ones, and those whose Scheduled condition is False (a
 // scale-up that did not fit).
-func (r *Reconciler) waitingForCapacity(ctx context.Context, _ client.Object) []reconcile.Request {
+func (r *Reconciler) waitingForCapacity(ctx context.Context, _ client.Object) []client.Object {
 	return r.listAll(ctx, client.MatchingFields{IndexUnscheduled: "true"}, client.MatchingFields{IndexFailed: "true"})
 }
 
@@ -130,24 +131,26 @@ func capacityChanged() predicate.Predicate {
 	}
 }
 
-func (r *Reconciler) list(ctx context.Context, opt client.ListOption) []reconcile.Request {
-	var out []reconcile.Request
+// list returns the bindings opt selects, straight from the cache (not copied: they are only
+// read, for their keys and priorities).
+func (r *Reconciler) list(ctx context.Context, opt client.ListOption) []client.Object {
+	var out []client.Object
 	if bindings.Kind(r.NewBinding()) == "ClusterResourceBinding" {
 		l := &workv1alpha2.ClusterResourceBindingList{}
-		if r.Client.List(ctx, l, opt) != nil {
+		if r.Client.List(ctx, l, opt, client.UnsafeDisableDeepCopy) != nil {
 			return nil
 		}
 		for i := range l.Items {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])})
+			out = append(out, &l.Items[i])
 		}
 		return out
 	}
 	l := &workv1alpha2.ResourceBindingList{}
-	if r.Client.List(ctx, l, opt) != nil {
+	if r.Client.List(ctx, l, opt, client.UnsafeDisableDeepCopy) != nil {
 		return nil
 	}
 	for i := range l.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])})
+		out = append(out, &l.Items[i])
 	}
 	return out
 }

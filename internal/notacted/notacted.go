@@ -36,9 +36,6 @@ func Propagation(s *policyv1alpha1.PropagationSpec) []Field {
 				"ignored: the group's clusters hold every replica or none"})
 		}
 	}
-	if s.SchedulePriority != nil {
-		out = append(out, Field{"spec.schedulePriority", "resolved onto the binding, but it does not order scheduling"})
-	}
 	return out
 }
 

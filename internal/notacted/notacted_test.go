@@ -23,6 +23,7 @@ func TestPropagation(t *testing.T) {
 	s := &policyv1alpha1.PropagationSpec{
 		// Acted on: no mention.
 		ActivationPreference: policyv1alpha1.LazyActivation,
+		SchedulePriority:     &policyv1alpha1.SchedulePriority{},
 		Placement: policyv1alpha1.Placement{
 			WorkloadAffinity: &policyv1alpha1.WorkloadAffinity{},
 			ClusterAffinities: []policyv1alpha1.ClusterAffinityTerm{
@@ -30,9 +31,8 @@ func TestPropagation(t *testing.T) {
 				{AffinityName: "b", OverflowAffinities: []policyv1alpha1.OverflowAffinityTerm{{}}},
 			},
 		},
-		SchedulePriority: &policyv1alpha1.SchedulePriority{},
 	}
-	want := []string{"spec.placement.workloadAffinity", "spec.placement.clusterAffinities[1].overflowAffinities", "spec.schedulePriority"}
+	want := []string{"spec.placement.workloadAffinity", "spec.placement.clusterAffinities[1].overflowAffinities"}
 	if got := paths(Propagation(s)); !reflect.DeepEqual(got, want) {
 		t.Errorf("Propagation = %v, want %v", got, want)
 	}

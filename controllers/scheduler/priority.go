@@ -1,0 +1,83 @@
+package scheduler
+
+import (
+	"context"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/flotilla-io/flotilla/internal/bindings"
+)
+
+// QueuePriority is where a binding waits in the scheduler's queue: its
+// spec.schedulePriority.priority (the PropagationPolicy's schedulePriority, resolved by the
+// detector from its PriorityClass), 0 without one. Higher goes first. Priorities below
+// handler.LowPriority are raised to just above it, so that a binding is never put behind the
+// resyncs and unchanged updates controller-runtime queues at LowPriority.
+func QueuePriority(o client.Object) int {
+	sp := bindings.Spec(o).SchedulePriority
+	if sp == nil {
+		return 0
+	}
+	return max(int(sp.Priority), handler.LowPriority+1)
+}
+
+// enqueue adds the bindings' keys at their QueuePriority; low puts them at LowPriority (an
+// update that changed nothing, such as a resync).
+func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], low bool, objs ...client.Object) {
+	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	for _, o := range objs {
+		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}
+		if !ok {
+			q.Add(req)
+			continue
+		}
+		p := QueuePriority(o)
+		if low {
+			p = handler.LowPriority
+		}
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: &p}, req)
+	}
+}
+
+// byPriority queues a binding's own events at its QueuePriority.
+func byPriority() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, false, e.Object)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion(), e.ObjectNew)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, false, e.Object)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, false, e.Object)
+		},
+	}
+}
+
+// clusterHandler queues, for a Cluster's event, the bindings bindingsFor returns, each at its
+// QueuePriority: after a cluster fails or gains capacity, the bindings of higher priority are
+// placed first.
+func clusterHandler(bindingsFor func(ctx context.Context, cluster client.Object) []client.Object) handler.TypedEventHandler[client.Object, reconcile.Request] {
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, false, bindingsFor(ctx, e.Object)...)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, false, bindingsFor(ctx, e.ObjectNew)...)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, false, bindingsFor(ctx, e.Object)...)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, false, bindingsFor(ctx, e.Object)...)
+		},
+	}
+}
