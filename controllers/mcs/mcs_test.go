@@ -128,6 +128,7 @@ var _ = Describe("ServiceExport", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(env.Members["member3"].Get(ctx, client.ObjectKeyFromObject(imp), imp)).To(Succeed())
 			g.Expect(imp.Spec.IPs).To(Equal([]string{derived.Spec.ClusterIP}))
+			g.Expect(imp.Status.Clusters).To(Equal([]mcsv1alpha1.ClusterStatus{{Cluster: "member1"}, {Cluster: "member2"}}), "the exporting clusters")
 		}).WithContext(ctx).Should(Succeed())
 		By("the providers consume too: member1 gets the service's endpoints")
 		Eventually(func(g Gomega) {
@@ -174,6 +175,10 @@ var _ = Describe("ServiceExport", func() {
 		Eventually(func(g Gomega) map[string][]string {
 			return imported(ctx, g, "member3", ns, "web")
 		}).WithContext(ctx).Should(Equal(map[string][]string{"member1": {"10.1.0.1", "10.1.0.2", "10.1.0.3"}}))
+		Eventually(func(g Gomega) []mcsv1alpha1.ClusterStatus {
+			g.Expect(env.Members["member3"].Get(ctx, client.ObjectKeyFromObject(imp), imp)).To(Succeed())
+			return imp.Status.Clusters
+		}).WithContext(ctx).Should(Equal([]mcsv1alpha1.ClusterStatus{{Cluster: "member1"}}), "member2 no longer exports it")
 
 		By("deleting the last export removes everything derived, and nothing else")
 		Expect(env.Members["member1"].Delete(ctx, &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(Succeed())

@@ -150,6 +150,8 @@ func (r *Reconciler) apply(ctx context.Context, mem *member.Member, obj client.O
 	}
 	desired := &unstructured.Unstructured{Object: u}
 	unstructured.RemoveNestedField(desired.Object, "metadata", "creationTimestamp")
+	// The status goes in a write of its own (the status subresource), when there is one to set.
+	status, _, _ := unstructured.NestedMap(u, "status")
 	unstructured.RemoveNestedField(desired.Object, "status")
 	cur := &unstructured.Unstructured{}
 	cur.SetGroupVersionKind(gvk)
@@ -157,7 +159,7 @@ func (r *Reconciler) apply(ctx context.Context, mem *member.Member, obj client.O
 	switch {
 	case err == nil:
 		if same(desired, cur) {
-			return nil
+			return r.applyStatus(ctx, mem, desired, status, cur)
 		}
 	case apierrors.IsNotFound(err):
 		// Not in the cache, which holds only managed objects: one of the user's may be there.
@@ -169,7 +171,26 @@ func (r *Reconciler) apply(ctx context.Context, mem *member.Member, obj client.O
 	if apierrors.IsNotFound(err) {
 		r.namespaces.Delete(mem.Name + "/" + obj.GetNamespace()) // deleted since: create it again next time
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return r.applyStatus(ctx, mem, desired, status, nil)
+}
+
+// applyStatus server-side applies the desired status of a derived object that has one (a
+// ServiceImport's exporting clusters) through its status subresource, unless cur, the
+// cached object, shows it already.
+func (r *Reconciler) applyStatus(ctx context.Context, mem *member.Member, desired *unstructured.Unstructured, status map[string]any, cur *unstructured.Unstructured) error {
+	if len(status) == 0 {
+		return nil
+	}
+	if cur != nil && subset(status, cur.Object["status"]) {
+		return nil
+	}
+	st := &unstructured.Unstructured{Object: map[string]any{"apiVersion": desired.GetAPIVersion(), "kind": desired.GetKind(),
+		"metadata": map[string]any{"name": desired.GetName(), "namespace": desired.GetNamespace()}, "status": status}}
+	err := mem.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(st), client.FieldOwner(FieldOwner), client.ForceOwnership)
+	return client.IgnoreNotFound(err)
 }
 
 // same says whether the current object has every desired label, spec and top-level field

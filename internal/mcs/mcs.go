@@ -333,6 +333,10 @@ func Render(p *Plan, consumer, clusterIP string) *Derived {
 	if imp.Spec.Type == mcsv1alpha1.ClusterSetIP && clusterIP != "" && clusterIP != corev1.ClusterIPNone {
 		imp.Spec.IPs = []string{clusterIP}
 	}
+	// The exporting clusters the service is derived from (its status subresource).
+	for _, c := range p.Providers {
+		imp.Status.Clusters = append(imp.Status.Clusters, mcsv1alpha1.ClusterStatus{Cluster: c})
+	}
 	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: derivedName, Labels: Labels(p.Name)},

@@ -160,6 +160,9 @@ func TestRender(t *testing.T) {
 	if d2 := cmp.Diff([]string{"10.96.0.10"}, d.Import.Spec.IPs); d2 != "" {
 		t.Errorf("import ips (-want +got):\n%s", d2)
 	}
+	if d2 := cmp.Diff([]mcsv1alpha1.ClusterStatus{{Cluster: "a"}, {Cluster: "b"}}, d.Import.Status.Clusters); d2 != "" {
+		t.Errorf("import status.clusters, the exporting clusters (-want +got):\n%s", d2)
+	}
 	if d.Service.Spec.Selector != nil || d.Service.Spec.ClusterIP != "" || len(d.Service.Spec.Ports) != 1 {
 		t.Errorf("derived service spec: %+v", d.Service.Spec)
 	}
