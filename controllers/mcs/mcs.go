@@ -194,14 +194,16 @@ func (r *Reconciler) input(ctx context.Context, key types.NamespacedName, m *net
 			continue
 		}
 		var since metav1.Time
+		var labels, annotations map[string]string
 		if m == nil {
 			exp, ok := r.export(ctx, mem, key)
 			if !ok {
 				continue
 			}
 			since = exp.CreationTimestamp
+			labels, annotations = exp.Spec.ExportedLabels, exp.Spec.ExportedAnnotations
 		}
-		e := mcs.Export{Cluster: name, Since: since}
+		e := mcs.Export{Cluster: name, Since: since, Labels: labels, Annotations: annotations}
 		svc := &corev1.Service{}
 		if err := getCached(ctx, mem, key, serviceGVK, svc); err == nil {
 			e.Service = svc

@@ -191,6 +191,46 @@ var _ = Describe("ServiceExport", func() {
 		Expect(env.Members["member1"].Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-abcde"}, &discoveryv1.EndpointSlice{})).To(Succeed())
 	})
 
+	It("puts the oldest export's exportedLabels and exportedAnnotations on the imports, and reports the others' as a conflict", func(ctx context.Context) {
+		ns := "mcs-exported-meta"
+		provide(ctx, "member1", ns, "api", 80, "10.1.0.9")
+		provide(ctx, "member2", ns, "api", 80, "10.2.0.9")
+		exportIn(ctx, "member1", ns, "api")
+		exp1 := &mcsv1alpha1.ServiceExport{}
+		Expect(env.Members["member1"].Get(ctx, client.ObjectKey{Namespace: ns, Name: "api"}, exp1)).To(Succeed())
+		patch := client.MergeFrom(exp1.DeepCopy())
+		exp1.Spec.ExportedLabels = map[string]string{"tier": "web"}
+		exp1.Spec.ExportedAnnotations = map[string]string{"owner": "team-a"}
+		Expect(env.Members["member1"].Patch(ctx, exp1, patch)).To(Succeed())
+		Eventually(func() error {
+			return env.Members["member2"].Create(ctx, &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api", Labels: managed},
+				Spec: mcsv1alpha1.ServiceExportSpec{ExportedLabels: map[string]string{"tier": "api"}, ExportedAnnotations: map[string]string{"owner": "team-a"}}})
+		}).WithContext(ctx).Should(Succeed())
+
+		imp := &mcsv1alpha1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"}}
+		Eventually(func(g Gomega) {
+			g.Expect(env.Members["member3"].Get(ctx, client.ObjectKeyFromObject(imp), imp)).To(Succeed())
+			g.Expect(imp.Labels).To(HaveKeyWithValue("tier", "web"))
+			g.Expect(imp.Labels).To(HaveKeyWithValue(mcs.ManagedByLabel, mcs.ManagedByValue))
+			g.Expect(imp.Annotations).To(HaveKeyWithValue("owner", "team-a"))
+			c := exportCondition(ctx, g, "member2", ns, "api", string(mcsv1alpha1.ServiceExportConditionConflict))
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(string(mcsv1alpha1.ServiceExportReasonLabelsConflict)))
+		}).WithContext(ctx).Should(Succeed())
+
+		By("a label no longer exported leaves the imports")
+		Expect(env.Members["member1"].Get(ctx, client.ObjectKeyFromObject(exp1), exp1)).To(Succeed())
+		patch = client.MergeFrom(exp1.DeepCopy())
+		exp1.Spec.ExportedLabels = nil
+		Expect(env.Members["member1"].Patch(ctx, exp1, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(env.Members["member3"].Get(ctx, client.ObjectKeyFromObject(imp), imp)).To(Succeed())
+			g.Expect(imp.Labels).NotTo(HaveKey("tier"))
+			g.Expect(imp.Annotations).To(HaveKeyWithValue("owner", "team-a"))
+		}).WithContext(ctx).Should(Succeed())
+	})
+
 	It("never takes over or deletes a consumer's object of the same name that Flotilla did not create", func(ctx context.Context) {
 		ns := "mcs-foreign"
 		memberNamespace(ctx, "member3", ns)

@@ -193,11 +193,16 @@ func (r *Reconciler) applyStatus(ctx context.Context, mem *member.Member, desire
 	return client.IgnoreNotFound(err)
 }
 
-// same says whether the current object has every desired label, spec and top-level field
+// same says whether the current object has every desired label, annotation, spec and top-level field
 // (EndpointSlices keep endpoints, ports and addressType at the top).
 func same(desired, cur *unstructured.Unstructured) bool {
 	for k, v := range desired.GetLabels() {
 		if cur.GetLabels()[k] != v {
+			return false
+		}
+	}
+	for k, v := range desired.GetAnnotations() {
+		if cur.GetAnnotations()[k] != v {
 			return false
 		}
 	}

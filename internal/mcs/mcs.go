@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -65,6 +66,8 @@ type Export struct {
 	Service *corev1.Service
 	// Slices are the EndpointSlices kube-controller-manager built for the Service.
 	Slices []discoveryv1.EndpointSlice
+	// Labels and Annotations are the ServiceExport's exportedLabels and exportedAnnotations.
+	Labels, Annotations map[string]string
 }
 
 // Input is everything Resolve needs for one service.
@@ -98,6 +101,9 @@ type Plan struct {
 	Providers []string
 	// Consumers are the clusters that get the imported service, sorted.
 	Consumers []string
+	// Labels and Annotations go on the ServiceImport: the oldest valid export's
+	// exportedLabels and exportedAnnotations.
+	Labels, Annotations map[string]string
 
 	slices []sourcedSlice
 }
@@ -113,6 +119,23 @@ type sourcedSlice struct {
 func (p *Plan) Serves(cluster string) bool {
 	return len(p.Providers) > 0 && (len(p.Spec.Ports) > 0 || p.Spec.Type == mcsv1alpha1.Headless) &&
 		slices.Contains(p.Consumers, cluster)
+}
+
+// ExportedMetadataAnnotation on a ServiceImport is a fingerprint of the exported labels and
+// annotations it carries: when they change, the import is written anew, and server-side
+// apply removes the keys no longer exported.
+const ExportedMetadataAnnotation = "flotilla.io/exported-metadata"
+
+// exportedFingerprint is a short hash of the exported labels and annotations.
+func exportedFingerprint(labels, annotations map[string]string) string {
+	h := sha256.New()
+	for _, m := range []map[string]string{labels, annotations} {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			fmt.Fprintf(h, "%s=%s\x00", k, m[k])
+		}
+		h.Write([]byte{1})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // DerivedServiceName is the name of the derived Service of a clusterset service.
@@ -179,6 +202,7 @@ func Resolve(in Input) (*Plan, error) {
 			p.Spec.Type = importType(e.Service)
 			p.Spec.SessionAffinity = e.Service.Spec.SessionAffinity
 			p.Spec.SessionAffinityConfig = e.Service.Spec.SessionAffinityConfig.DeepCopy()
+			p.Labels, p.Annotations = maps.Clone(e.Labels), maps.Clone(e.Annotations)
 		} else {
 			if t := importType(e.Service); t != p.Spec.Type {
 				reasons = append(reasons, string(mcsv1alpha1.ServiceExportReasonTypeConflict))
@@ -188,6 +212,14 @@ func Resolve(in Input) (*Plan, error) {
 				reasons = append(reasons, string(mcsv1alpha1.ServiceExportReasonSessionAffinityConflict))
 				msgs = append(msgs, fmt.Sprintf("sessionAffinity %q conflicts with %q of %s, the oldest export, whose value is used",
 					e.Service.Spec.SessionAffinity, p.Spec.SessionAffinity, winner.Cluster))
+			}
+			if !maps.Equal(e.Labels, p.Labels) {
+				reasons = append(reasons, string(mcsv1alpha1.ServiceExportReasonLabelsConflict))
+				msgs = append(msgs, fmt.Sprintf("exportedLabels differ from those of %s, the oldest export, which are used", winner.Cluster))
+			}
+			if !maps.Equal(e.Annotations, p.Annotations) {
+				reasons = append(reasons, string(mcsv1alpha1.ServiceExportReasonAnnotationsConflict))
+				msgs = append(msgs, fmt.Sprintf("exportedAnnotations differ from those of %s, the oldest export, which are used", winner.Cluster))
 			}
 		}
 		for _, sp := range e.Service.Spec.Ports {
@@ -325,9 +357,23 @@ func Labels(name string) map[string]string {
 // IP in that consumer, when it has one yet (it becomes the ServiceImport's ips).
 func Render(p *Plan, consumer, clusterIP string) *Derived {
 	derivedName := DerivedServiceName(p.Name)
+	// The exported labels and annotations, under Flotilla's own labels (which win), and a
+	// fingerprint of them, so that one removed from the export is removed from the import.
+	labels := maps.Clone(p.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, Labels(p.Name))
+	annotations := maps.Clone(p.Annotations)
+	if len(p.Labels)+len(p.Annotations) > 0 {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[ExportedMetadataAnnotation] = exportedFingerprint(p.Labels, p.Annotations)
+	}
 	imp := &mcsv1alpha1.ServiceImport{
 		TypeMeta:   metav1.TypeMeta{APIVersion: mcsv1alpha1.SchemeGroupVersion.String(), Kind: "ServiceImport"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, Labels: Labels(p.Name)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, Labels: labels, Annotations: annotations},
 		Spec:       *p.Spec.DeepCopy(),
 	}
 	if imp.Spec.Type == mcsv1alpha1.ClusterSetIP && clusterIP != "" && clusterIP != corev1.ClusterIPNone {

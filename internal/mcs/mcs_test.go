@@ -286,3 +286,42 @@ func FuzzResolve(f *testing.F) {
 		_ = Render(p, c1, "")
 	})
 }
+
+func TestExportedLabelsAndAnnotations(t *testing.T) {
+	later := metav1.NewTime(t0.Add(time.Minute))
+	p, err := Resolve(Input{Namespace: "ns", Name: "web", Consumers: []string{"c"}, Exports: []Export{
+		{Cluster: "b", Since: later, Service: svc(port("http", 80)), Labels: map[string]string{"team": "b"}, Annotations: map[string]string{"note": "x"}},
+		{Cluster: "a", Since: t0, Service: svc(port("http", 80)), Labels: map[string]string{"team": "a", ManagedByLabel: "someone"},
+			Annotations: map[string]string{"note": "x"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]string{"team": "a", ManagedByLabel: "someone"}, p.Labels); d != "" {
+		t.Errorf("labels, the oldest export's (-want +got):\n%s", d)
+	}
+	b, a := p.Exports[0], p.Exports[1]
+	if b.Conflict.Status != metav1.ConditionTrue || b.Conflict.Reason != string(mcsv1alpha1.ServiceExportReasonLabelsConflict) {
+		t.Errorf("the newer export's Conflict: %+v, want True LabelsConflict (the annotations agree)", b.Conflict)
+	}
+	if a.Conflict.Status != metav1.ConditionFalse {
+		t.Errorf("the oldest export's Conflict: %+v, want False", a.Conflict)
+	}
+	imp := Render(p, "c", "").Import
+	if imp.Labels["team"] != "a" || imp.Labels[ManagedByLabel] != ManagedByValue {
+		t.Errorf("import labels %v: want the exported team=a under Flotilla's own (%s=%s wins)", imp.Labels, ManagedByLabel, ManagedByValue)
+	}
+	if imp.Annotations["note"] != "x" || imp.Annotations[ExportedMetadataAnnotation] == "" {
+		t.Errorf("import annotations %v: want note=x and the fingerprint", imp.Annotations)
+	}
+	// One exported key fewer: another fingerprint, so the import is written anew.
+	p.Labels = map[string]string{ManagedByLabel: "someone"}
+	if again := Render(p, "c", "").Import; again.Annotations[ExportedMetadataAnnotation] == imp.Annotations[ExportedMetadataAnnotation] {
+		t.Error("the fingerprint did not change with the exported labels")
+	}
+	// Nothing exported: no annotations at all.
+	p.Labels, p.Annotations = nil, nil
+	if none := Render(p, "c", "").Import; len(none.Annotations) != 0 {
+		t.Errorf("annotations without exported metadata: %v", none.Annotations)
+	}
+}
