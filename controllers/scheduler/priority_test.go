@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
@@ -85,7 +86,11 @@ var _ = Describe("Scheduling priority", func() {
 		DeferCleanup(stop)
 		Expect(placedInOrder(ctx, hc, ns, waiting)).To(Equal(want))
 
-		By("bindings waiting for a cluster that joins")
+		By("bindings waiting for a cluster that becomes Ready")
+		// Created not Ready: the bindings fail to place; then its Ready condition, in one
+		// status update, brings them all back at once.
+		Expect(hc.Create(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "late"},
+			Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://127.0.0.1:1"}})).To(Succeed())
 		late := create("late", "late")
 		Eventually(func(g Gomega) {
 			for _, n := range late {
@@ -94,7 +99,7 @@ var _ = Describe("Scheduling priority", func() {
 				g.Expect(meta.IsStatusConditionFalse(rb.Status.Conditions, wellknown.ConditionScheduled)).To(BeTrue(), n)
 			}
 		}).WithContext(ctx).Should(Succeed())
-		Expect(createCluster(ctx, hc, "late", nil)).To(Succeed())
+		Expect(markReady(ctx, hc, "late")).To(Succeed())
 		Expect(placedInOrder(ctx, hc, ns, late)).To(Equal(want))
 	})
 })

@@ -146,6 +146,16 @@ func createCluster(ctx context.Context, c client.Client, name string, labels map
 	if err := c.Create(ctx, cl); err != nil {
 		return err
 	}
+	return markReady(ctx, c, name)
+}
+
+// markReady reports the Cluster Ready, serving apps/v1 Deployments and v1 ConfigMaps, in one
+// status update.
+func markReady(ctx context.Context, c client.Client, name string) error {
+	cl := &clusterv1alpha1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, cl); err != nil {
+		return err
+	}
 	meta.SetStatusCondition(&cl.Status.Conditions, metav1.Condition{Type: wellknown.ClusterConditionReady,
 		Status: metav1.ConditionTrue, Reason: wellknown.ClusterReasonReady, Message: "test"})
 	cl.Status.APIEnablements = []clusterv1alpha1.APIEnablement{
