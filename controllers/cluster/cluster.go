@@ -187,6 +187,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.Name)
+			r.Members.Remove(req.Name) // in case a connection outlived the finalizer
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -542,6 +543,13 @@ func (r *Reconciler) finalize(ctx context.Context, cluster *clusterv1alpha1.Clus
 		return ctrl.Result{}, err
 	}
 	if remaining > 0 {
+		// The execution controller deletes the Works' objects in the member: a manager
+		// that started while the Cluster was being deleted connects to it first.
+		if cluster.Spec.SyncMode != clusterv1alpha1.Pull {
+			if _, _, err := r.connect(ctx, cluster, r.state(cluster.Name)); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		// The member's probes go on: when it goes down, the execution controller hears of it
 		// and releases the Works it can no longer clean up.
 		ctrl.LoggerFrom(ctx).Info("Waiting for the deleted Cluster's Works to go", "remaining", remaining)

@@ -528,6 +528,9 @@ func (r *Reconciler) finalize(ctx context.Context, cluster string, work *workv1a
 	if !keep {
 		m, err := r.Members.Get(cluster)
 		switch {
+		case err != nil && going && r.answerSoon(cluster, c):
+			ctrl.LoggerFrom(ctx).Info("Member of a Cluster being deleted not connected yet; Work deletion waits for it")
+			return ctrl.Result{RequeueAfter: requestFailedRetry}, nil
 		case err != nil && going:
 			// The Cluster is gone or going and its member does not answer: there is no
 			// member left to clean up.
@@ -558,6 +561,23 @@ func (r *Reconciler) finalize(ctx context.Context, cluster string, work *workv1a
 	patch := client.MergeFrom(work.DeepCopy())
 	controllerutil.RemoveFinalizer(work, wellknown.ExecutionControllerFinalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, work, patch))
+}
+
+// goingMemberGrace is how long after its Cluster's deletion a member that is not connected,
+// or not found Down yet, gets to answer before the Works of the Cluster are released without
+// cleaning up there.
+const goingMemberGrace = time.Minute
+
+// answerSoon says whether the member of a Cluster being deleted may still answer: its
+// connection is being made (a manager that started during the deletion connects to it, see
+// the cluster controller's finalize) or its probes have not found it Down yet, within
+// goingMemberGrace of the deletion. Its Works then wait, so that its objects are deleted
+// there rather than left behind.
+func (r *Reconciler) answerSoon(name string, c *clusterv1alpha1.Cluster) bool {
+	if c == nil || c.DeletionTimestamp.IsZero() || r.Members.Status(name).Down {
+		return false
+	}
+	return time.Since(c.DeletionTimestamp.Time) < goingMemberGrace
 }
 
 // pulled handles, in the host's manager, a Work of a Pull Cluster: its agent applies and

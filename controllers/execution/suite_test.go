@@ -13,6 +13,7 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
 
@@ -22,6 +23,9 @@ import (
 // controller would, with the execution finalizer it sets on create.
 var env *fleettest.Env
 
+// members is the suite's member connection manager (the cluster controller's).
+var members *member.Manager
+
 func TestExecutionController(t *testing.T) {
 	fleettest.RunSuite(t, "Execution controller suite", "a host and two member clusters")
 }
@@ -29,7 +33,7 @@ func TestExecutionController(t *testing.T) {
 var _ = BeforeSuite(func(ctx SpecContext) {
 	env = fleettest.Start(ctx, fleettest.Options{Name: "execution", Members: 2})
 	mgr := env.NewManager()
-	members := env.SetupClusterController(mgr)
+	members = env.SetupClusterController(mgr)
 	stale.Client = mgr.GetClient()
 	Expect((&execution.Reconciler{
 		Client: stale, Members: members, Recorder: mgr.GetEventRecorder("execution-controller"),
