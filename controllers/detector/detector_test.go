@@ -108,6 +108,17 @@ func expectBindingDeleted(ctx context.Context, b client.Object, preserve bool) {
 	Eventually(fleettest.Gone(ctx, env.Host, b)).WithContext(ctx).Should(BeTrue())
 }
 
+// expectBindingAtGeneration waits until the binding records the template's current
+// generation: the detector has written it for this version of the template.
+func expectBindingAtGeneration(ctx context.Context, tmpl, b client.Object) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		env.Get(ctx, g, tmpl)
+		env.Get(ctx, g, b)
+		g.Expect(b.GetAnnotations()).To(HaveKeyWithValue(wellknown.ResourceTemplateGenerationAnnotation, fmt.Sprint(tmpl.GetGeneration())))
+	}).WithContext(ctx).Should(Succeed())
+}
+
 // noPolicyWarnings counts the NoPolicyMatch warnings about obj, series included.
 func noPolicyWarnings(ctx context.Context, g Gomega, obj client.Object) int {
 	n := 0
@@ -184,12 +195,8 @@ var _ = Describe("Binding templates to PropagationPolicies", func() {
 		Expect(env.Host.Create(ctx, web)).To(Succeed())
 		expectClaimedBy(ctx, web, pp)
 		b := rb(ns, "Deployment", "web")
-		Eventually(func(g Gomega) {
-			env.Get(ctx, g, web)
-			env.Get(ctx, g, b)
-			g.Expect(b.Annotations).To(HaveKeyWithValue(wellknown.ResourceTemplateGenerationAnnotation, fmt.Sprint(web.Generation)))
-			g.Expect(b.Spec.Placement.ClusterAffinity.ClusterNames).To(Equal([]string{"member1", "member2"}), "a new claim gets the policy at once")
-		}).WithContext(ctx).Should(Succeed())
+		expectBindingAtGeneration(ctx, web, b)
+		Expect(b.Spec.Placement.ClusterAffinity.ClusterNames).To(Equal([]string{"member1", "member2"}), "a new claim gets the policy at once")
 
 		By("a change of the policy alone does not reach the binding")
 		patch := client.MergeFrom(pp.DeepCopy())
@@ -234,11 +241,7 @@ var _ = Describe("Binding templates to PropagationPolicies", func() {
 		Expect(env.Host.Create(ctx, db)).To(Succeed())
 		expectClaimedBy(ctx, db, pp)
 		b := rb(ns, "StatefulSet", "db")
-		Eventually(func(g Gomega) {
-			env.Get(ctx, g, db)
-			env.Get(ctx, g, b)
-			g.Expect(b.Annotations).To(HaveKeyWithValue(wellknown.ResourceTemplateGenerationAnnotation, fmt.Sprint(db.Generation)))
-		}).WithContext(ctx).Should(Succeed())
+		expectBindingAtGeneration(ctx, db, b)
 		written := b.ResourceVersion
 
 		By("kubectl applying the same spec again, with another last-applied-configuration")

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -618,9 +620,5 @@ func (mem *Member) Discovery() discovery.DiscoveryInterface { return mem.Kube.Di
 func (m *Manager) Names() []string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]string, 0, len(m.members))
-	for n := range m.members {
-		out = append(out, n)
-	}
-	return out
+	return slices.Collect(maps.Keys(m.members))
 }

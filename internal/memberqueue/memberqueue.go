@@ -14,6 +14,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -107,11 +109,7 @@ func (q *Queues[K]) Remove(cluster string) {
 func (q *Queues[K]) Clusters() []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := make([]string, 0, len(q.queues))
-	for c := range q.queues {
-		out = append(out, c)
-	}
-	return out
+	return slices.Collect(maps.Keys(q.queues))
 }
 
 // Len reports how many keys wait in cluster's queue.
