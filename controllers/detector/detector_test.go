@@ -119,6 +119,17 @@ func expectBindingAtGeneration(ctx context.Context, tmpl, b client.Object) {
 	}).WithContext(ctx).Should(Succeed())
 }
 
+// scale sets the Deployment's replicas and waits until its binding is written for that
+// version of it, with those replicas.
+func scale(ctx context.Context, web *appsv1.Deployment, b *workv1alpha2.ResourceBinding, replicas int32) {
+	GinkgoHelper()
+	patch := client.MergeFrom(web.DeepCopy())
+	web.Spec.Replicas = ptr.To(replicas)
+	Expect(env.Host.Patch(ctx, web, patch)).To(Succeed())
+	expectBindingAtGeneration(ctx, web, b)
+	Expect(b.Spec.Replicas).To(Equal(replicas))
+}
+
 // noPolicyWarnings counts the NoPolicyMatch warnings about obj, series included.
 func noPolicyWarnings(ctx context.Context, g Gomega, obj client.Object) int {
 	n := 0
@@ -167,17 +178,10 @@ var _ = Describe("Binding templates to PropagationPolicies", func() {
 		Expect(b.Spec.Clusters).To(BeEmpty(), "scheduling is not the detector's")
 
 		By("following the template's new replicas and generation")
-		patch := client.MergeFrom(web.DeepCopy())
-		web.Spec.Replicas = ptr.To[int32](5)
-		Expect(env.Host.Patch(ctx, web, patch)).To(Succeed())
-		Eventually(func(g Gomega) {
-			env.Get(ctx, g, b)
-			g.Expect(b.Spec.Replicas).To(Equal(int32(5)))
-			g.Expect(b.Annotations).To(HaveKeyWithValue(wellknown.ResourceTemplateGenerationAnnotation, fmt.Sprint(web.Generation)))
-		}).WithContext(ctx).Should(Succeed())
+		scale(ctx, web, b, 5)
 
 		By("following the policy's new placement")
-		patch = client.MergeFrom(pp.DeepCopy())
+		patch := client.MergeFrom(pp.DeepCopy())
 		pp.Spec.Placement.ClusterAffinity.ClusterNames = []string{"member2"}
 		Expect(env.Host.Patch(ctx, pp, patch)).To(Succeed())
 		Eventually(func(g Gomega) {
@@ -208,14 +212,8 @@ var _ = Describe("Binding templates to PropagationPolicies", func() {
 		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Equal([]string{"member1", "member2"}))
 
 		By("the template's next change brings the policy as it is now")
-		tpatch := client.MergeFrom(web.DeepCopy())
-		web.Spec.Replicas = ptr.To[int32](4)
-		Expect(env.Host.Patch(ctx, web, tpatch)).To(Succeed())
-		Eventually(func(g Gomega) {
-			env.Get(ctx, g, b)
-			g.Expect(b.Spec.Replicas).To(Equal(int32(4)))
-			g.Expect(b.Spec.Placement.ClusterAffinity.ClusterNames).To(Equal([]string{"member2"}))
-		}).WithContext(ctx).Should(Succeed())
+		scale(ctx, web, b, 4)
+		Expect(b.Spec.Placement.ClusterAffinity.ClusterNames).To(Equal([]string{"member2"}))
 
 		By("a policy that is no longer Lazy applies its changes at once")
 		patch = client.MergeFrom(pp.DeepCopy())

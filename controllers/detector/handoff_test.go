@@ -4,7 +4,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -33,13 +32,7 @@ var _ = Describe("Reading a template once", func() {
 		Expect(replicas).To(Equal(int64(3)))
 
 		By("reading the template from the host when it changes and the claim stays")
-		patch := client.MergeFrom(web.DeepCopy())
-		web.Spec.Replicas = ptr.To[int32](4)
-		Expect(env.Host.Patch(ctx, web, patch)).To(Succeed())
-		Eventually(func(g Gomega) {
-			env.Get(ctx, g, b)
-			g.Expect(b.Spec.Replicas).To(Equal(int32(4)))
-		}).WithContext(ctx).Should(Succeed())
+		scale(ctx, web, b, 4)
 		Expect(templateReads.Gets(client.ObjectKeyFromObject(web))).To(BeNumerically(">=", 1))
 		got, ok = templates.Take(web.UID, b.Spec.Resource.ResourceVersion)
 		Expect(ok).To(BeTrue(), "the new version is handed over too")
