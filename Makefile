@@ -77,8 +77,8 @@ bench-scale: k8s-bins ## Opt-in scale bench: 20 apiserver-only members, 5,000 Di
 	FLOTILLA_BENCH_SCALE=1 go test -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 250m ./test/bench/
 
 .PHONY: soak
-soak: k8s-bins ## Chaos soak (not part of make test's long run): SOAK_DURATION (default 10m; or FLOTILLA_SOAK_DURATION) of random changes, manager kills, member restarts; SOAK_SEED replays a run.
-	go test ./test/soak/ -run 'TestSoak$$' -v -count=1 -timeout 0 -soak.long $(if $(SOAK_DURATION),-soak.duration=$(SOAK_DURATION)) $(if $(SOAK_SEED),-soak.seed=$(SOAK_SEED))
+soak: k8s-bins ## Chaos soak (not part of make test's long run): SOAK_DURATION (default 10m; or FLOTILLA_SOAK_DURATION) of random changes, manager kills, member restarts; SOAK_SEED replays a run; SOAK_LOG_LEVEL=debug logs each Work's apply.
+	go test ./test/soak/ -run 'TestSoak$$' -v -count=1 -timeout 0 -soak.long $(if $(SOAK_DURATION),-soak.duration=$(SOAK_DURATION)) $(if $(SOAK_SEED),-soak.seed=$(SOAK_SEED)) $(if $(SOAK_LOG_LEVEL),-soak.log-level=$(SOAK_LOG_LEVEL))
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 20s).

@@ -40,6 +40,7 @@ type managerProc struct {
 	// short soak in make test must not fail on that).
 	pprof     bool
 	pprofAddr string
+	logLevel  string // --zap-log-level when set
 	done      chan struct{}
 	killed    bool // the exit was ours
 	startedAt time.Time
@@ -60,6 +61,9 @@ func (m *managerProc) start() error {
 	}
 	args := []string{"--kubeconfig", m.kubeconfig, "--leader-elect=false",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--cluster-probe-interval=1s"}
+	if m.logLevel != "" {
+		args = append(args, "--zap-log-level="+m.logLevel)
+	}
 	m.pprofAddr = ""
 	if m.pprof {
 		if m.pprofAddr, err = loopbackAddr(); err != nil {

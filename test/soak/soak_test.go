@@ -51,6 +51,7 @@ var (
 	flagSeed     = flag.Uint64("soak.seed", 0, "random seed; 0 picks one (printed, to replay a run)")
 	flagConverge = flag.Duration("soak.converge", 0, "how long the fleet gets to converge after the chaos (default 90s short, 3m long)")
 	flagKeep     = flag.Bool("soak.keep", false, "keep the run directory (logs, journal) even when the soak passes")
+	flagLogLevel = flag.String("soak.log-level", "", "the manager's --zap-log-level (debug logs each Work's apply; the default is the manager's, info)")
 )
 
 const shortDuration = 90 * time.Second
@@ -300,7 +301,7 @@ func (s *soaker) setUp() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.mgr = &managerProc{bin: bin, kubeconfig: kubeconfig, dir: s.dir, pprof: s.cfg.long}
+	s.mgr = &managerProc{bin: bin, kubeconfig: kubeconfig, dir: s.dir, pprof: s.cfg.long, logLevel: *flagLogLevel}
 	if err := s.mgr.start(); err != nil {
 		t.Fatal(err)
 	}
