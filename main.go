@@ -36,6 +36,7 @@ import (
 
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/controllers"
+	"github.com/flotilla-io/flotilla/internal/eventnote"
 	"github.com/flotilla-io/flotilla/internal/hostclient"
 	"github.com/flotilla-io/flotilla/internal/hostmetrics"
 	"github.com/flotilla-io/flotilla/internal/memlimit"
@@ -172,6 +173,8 @@ func run(cfg *rest.Config, o options) error {
 	if err != nil {
 		return err
 	}
+	// Event notes longer than the events API accepts are shortened, not dropped.
+	mgr = eventnote.Manager(mgr)
 
 	o.controllers.MemberQPS = float32(o.memberQPS)
 	switch {

@@ -42,6 +42,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
 	"github.com/flotilla-io/flotilla/internal/agentauth"
 	"github.com/flotilla-io/flotilla/internal/cachetrim"
+	"github.com/flotilla-io/flotilla/internal/eventnote"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/memberqueue"
@@ -217,6 +218,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("host manager: %w", err)
 	}
+	mgr = eventnote.Manager(mgr)
 	hostID, err := waitForHostID(ctx, mgr.GetAPIReader(), name)
 	if err != nil {
 		return err

@@ -91,8 +91,26 @@ func (r *Reconciler) backoff() workqueue.TypedRateLimiter[reconcile.Request] {
 // +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// conflictRetry is when a binding whose write met a newer version is looked at again. The
+// newer version's own event normally brings it back sooner; this is the safety net.
+const conflictRetry = time.Second
+
 // Reconcile schedules one binding when it needs it.
+//
+// A write that finds the binding changed since the cache's copy (the optimistic lock of a
+// placement or of a failure's status) is not an error: the change's event brings the binding
+// back, and it is scheduled from the newer version. It is logged at debug level only, so that
+// a burst of changes does not fill the log with errors nobody has to act on.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		ctrl.LoggerFrom(ctx).V(1).Info("Binding changed while being scheduled; scheduling its newer version", "error", err.Error())
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := time.Now()
 	rb := r.NewBinding()
 	if err := r.Client.Get(ctx, req.NamespacedName, rb); err != nil {
@@ -166,9 +184,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// The optimistic lock: the failover controller writes spec.clusters too (it takes evicted
 	// clusters out), and a placement computed from an older view must not put one back.
 	if err := r.Client.Patch(ctx, rb, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{Requeue: true}, nil
-		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 

@@ -157,6 +157,38 @@ var _ = Describe("Scheduler reconciler", func() {
 		Expect(managerRequests(http.MethodPatch, path)).To(Equal(1))
 	})
 
+	It("takes a write that meets a newer binding for a retry, not an error", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		// Another scheduler name: the suite's scheduler leaves this binding to r. No cluster
+		// matches, so r writes the failure's status with the binding's resourceVersion.
+		p := &policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "none"}}}}
+		rb := newBinding(ns, "raced", 1, p)
+		rb.Spec.SchedulerName = "direct"
+		Expect(c.Create(ctx, rb)).To(Succeed())
+		old := get(ctx, ns, "raced")
+		By("changing the binding after the copy the reconciler will read")
+		rb = old.DeepCopy()
+		rb.Labels = map[string]string{"changed": "after-the-read"}
+		Expect(c.Update(ctx, rb)).To(Succeed())
+		s, err := scheduler.New(scheduler.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		r := &schedulercontroller.Reconciler{Client: &fixedBindingClient{Client: c, rb: old}, Recorder: events.NewFakeRecorder(10),
+			Scheduler: s, SchedulerName: "direct", NewBinding: func() client.Object { return &workv1alpha2.ResourceBinding{} }}
+		res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "raced"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.RequeueAfter).To(BeNumerically(">", 0))
+		Expect(meta.FindStatusCondition(get(ctx, ns, "raced").Status.Conditions, wellknown.ConditionScheduled)).To(BeNil(),
+			"the write from the old copy must have been refused")
+
+		By("reading the binding as it is now")
+		r.Client = c
+		_, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "raced"}})
+		Expect(err).NotTo(HaveOccurred())
+		cond := meta.FindStatusCondition(get(ctx, ns, "raced").Status.Conditions, wellknown.ConditionScheduled)
+		Expect(cond).NotTo(BeNil())
+		Expect(cond.Reason).To(Equal(wellknown.ReasonBindingUnschedulable))
+	})
+
 	It("does not reschedule on unrelated updates", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		Expect(c.Create(ctx, newBinding(ns, "steady", 4, weighted("m1", "m2")))).To(Succeed())
@@ -278,4 +310,19 @@ func (s *staleStatusClient) Get(ctx context.Context, key client.ObjectKey, obj c
 		rb.Status = workv1alpha2.ResourceBindingStatus{}
 	}
 	return nil
+}
+
+// fixedBindingClient reads the binding as rb, a copy taken before a later change, as a cache
+// that has not seen that change yet.
+type fixedBindingClient struct {
+	client.Client
+	rb *workv1alpha2.ResourceBinding
+}
+
+func (f *fixedBindingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if rb, ok := obj.(*workv1alpha2.ResourceBinding); ok && key == client.ObjectKeyFromObject(f.rb) {
+		f.rb.DeepCopyInto(rb)
+		return nil
+	}
+	return f.Client.Get(ctx, key, obj, opts...)
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers"
 	"github.com/flotilla-io/flotilla/controllers/cluster"
 	"github.com/flotilla-io/flotilla/controllers/execution"
+	"github.com/flotilla-io/flotilla/internal/eventnote"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/join"
 	"github.com/flotilla-io/flotilla/internal/localcluster"
@@ -175,7 +176,7 @@ func (e *Env) NewManager() ctrl.Manager {
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	return mgr
+	return eventnote.Manager(mgr)
 }
 
 // RunSuite runs the package's Ginkgo suite, unless tests are -short: the suites start real

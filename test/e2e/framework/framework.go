@@ -33,6 +33,7 @@ import (
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	"github.com/flotilla-io/flotilla/controllers"
+	"github.com/flotilla-io/flotilla/internal/eventnote"
 	"github.com/flotilla-io/flotilla/internal/hostclient"
 	"github.com/flotilla-io/flotilla/internal/join"
 	"github.com/flotilla-io/flotilla/internal/localcluster"
@@ -202,6 +203,7 @@ func StartManager(cfg *rest.Config, opts controllers.Options, leaderElection boo
 	if err != nil {
 		return nil, err
 	}
+	mgr = eventnote.Manager(mgr)
 	ctx, cancel := context.WithCancel(context.Background())
 	if _, err := controllers.Setup(ctx, mgr, opts); err != nil {
 		cancel()
