@@ -140,7 +140,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if mcsObj != nil && !mcsObj.DeletionTimestamp.IsZero() {
 		mcsObj = nil // going away: nothing is derived from it any more
 	}
-	in := r.input(ctx, req.NamespacedName, mcsObj)
+	in, err := r.input(ctx, req.NamespacedName, mcsObj)
+	if errors.Is(err, member.ErrNotSynced) {
+		// A provider's cache is still syncing (a member just connected, or its list keeps
+		// failing): resolving without it would take its exports away from the consumers for
+		// that long. The service keeps its plan and is looked at again.
+		log.V(1).Info("Member cache has not synced; keeping the service as it is", "error", err.Error())
+		return ctrl.Result{RequeueAfter: notSyncedRetry}, nil
+	}
 	var plan *mcs.Plan
 	var resolveErr error
 	if len(in.Exports) > 0 || mcsObj != nil {
@@ -167,8 +174,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// input collects the service's exports and consumers from the member caches.
-func (r *Reconciler) input(ctx context.Context, key types.NamespacedName, m *networkingv1alpha1.MultiClusterService) mcs.Input {
+// notSyncedRetry is when a service whose provider's cache had not synced is looked at
+// again. The sync brings the service back too (its objects arrive as events); this is the
+// safety net.
+const notSyncedRetry = 2 * time.Second
+
+// input collects the service's exports and consumers from the member caches. It runs on the
+// controller's shared workers, so it never waits for a member cache to sync: a provider's
+// cache that has not synced a kind yet fails it with member.ErrNotSynced.
+func (r *Reconciler) input(ctx context.Context, key types.NamespacedName, m *networkingv1alpha1.MultiClusterService) (mcs.Input, error) {
 	in := mcs.Input{Namespace: key.Namespace, Name: key.Name}
 	names := r.Members.Names()
 	slices.Sort(names)
@@ -196,7 +210,10 @@ func (r *Reconciler) input(ctx context.Context, key types.NamespacedName, m *net
 		var since metav1.Time
 		var labels, annotations map[string]string
 		if m == nil {
-			exp, ok := r.export(ctx, mem, key)
+			exp, ok, err := r.export(ctx, mem, mem.NoWait(), key)
+			if err != nil {
+				return in, err
+			}
 			if !ok {
 				continue
 			}
@@ -205,20 +222,26 @@ func (r *Reconciler) input(ctx context.Context, key types.NamespacedName, m *net
 		}
 		e := mcs.Export{Cluster: name, Since: since, Labels: labels, Annotations: annotations}
 		svc := &corev1.Service{}
-		if err := getCached(ctx, mem, key, serviceGVK, svc); err == nil {
+		switch err := getCached(ctx, mem.NoWait(), key, serviceGVK, svc); {
+		case err == nil:
 			e.Service = svc
 			if m != nil {
 				e.Since = svc.CreationTimestamp
 			}
-		} else if m != nil {
+		case errors.Is(err, member.ErrNotSynced):
+			return in, err
+		case m != nil:
 			continue // a MultiClusterService's providers are the clusters that have the Service
 		}
 		if e.Service != nil {
-			e.Slices = r.sourceSlices(ctx, mem, key)
+			var err error
+			if e.Slices, err = r.sourceSlices(ctx, mem, key); err != nil {
+				return in, err
+			}
 		}
 		in.Exports = append(in.Exports, e)
 	}
-	return in
+	return in, nil
 }
 
 // selected returns the members named by the selectors (the first non-empty list), or every
@@ -242,25 +265,31 @@ func selected(members []string, sel []networkingv1alpha1.ClusterSelector, lists 
 
 // export returns the member's ServiceExport of the service, when its CRD is in place and it
 // exists and is not being deleted.
-func (r *Reconciler) export(ctx context.Context, mem *member.Member, key types.NamespacedName) (*mcsv1alpha1.ServiceExport, bool) {
+func (r *Reconciler) export(ctx context.Context, mem *member.Member, cached client.Reader, key types.NamespacedName) (*mcsv1alpha1.ServiceExport, bool, error) {
 	if _, ok := r.crds.Load(mem.Name); !ok {
-		return nil, false
+		return nil, false, nil
 	}
 	exp := &mcsv1alpha1.ServiceExport{}
-	if err := getCached(ctx, mem, key, exportGVK, exp); err != nil || !exp.DeletionTimestamp.IsZero() {
-		return nil, false
+	if err := getCached(ctx, cached, key, exportGVK, exp); err != nil || !exp.DeletionTimestamp.IsZero() {
+		if errors.Is(err, member.ErrNotSynced) {
+			return nil, false, err
+		}
+		return nil, false, nil
 	}
-	return exp, true
+	return exp, true, nil
 }
 
 // sourceSlices are the slices kube-controller-manager built for the provider's Service.
-func (r *Reconciler) sourceSlices(ctx context.Context, mem *member.Member, key types.NamespacedName) []discoveryv1.EndpointSlice {
+func (r *Reconciler) sourceSlices(ctx context.Context, mem *member.Member, key types.NamespacedName) ([]discoveryv1.EndpointSlice, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(sliceGVK.GroupVersion().WithKind("EndpointSliceList"))
-	if err := mem.Cached().List(ctx, list, client.InNamespace(key.Namespace), client.MatchingLabels{
+	if err := mem.NoWait().List(ctx, list, client.InNamespace(key.Namespace), client.MatchingLabels{
 		discoveryv1.LabelServiceName: key.Name, discoveryv1.LabelManagedBy: mcs.KubeEndpointSliceController,
 	}); err != nil {
-		return nil
+		if errors.Is(err, member.ErrNotSynced) {
+			return nil, err
+		}
+		return nil, nil
 	}
 	out := make([]discoveryv1.EndpointSlice, 0, len(list.Items))
 	for i := range list.Items {
@@ -269,15 +298,15 @@ func (r *Reconciler) sourceSlices(ctx context.Context, mem *member.Member, key t
 			out = append(out, s)
 		}
 	}
-	return out
+	return out, nil
 }
 
-// getCached reads one object from the member cache (which holds unstructured objects) into
-// a typed one.
-func getCached(ctx context.Context, mem *member.Member, key types.NamespacedName, gvk schema.GroupVersionKind, into runtime.Object) error {
+// getCached reads one object from a member cache reader (Cached, or NoWait on shared
+// workers; the cache holds unstructured objects) into a typed one.
+func getCached(ctx context.Context, cached client.Reader, key types.NamespacedName, gvk schema.GroupVersionKind, into runtime.Object) error {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
-	if err := mem.Cached().Get(ctx, key, u); err != nil {
+	if err := cached.Get(ctx, key, u); err != nil {
 		return err
 	}
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)

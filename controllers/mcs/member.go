@@ -89,7 +89,7 @@ func (r *Reconciler) sync(ctx context.Context, mem *member.Member, key types.Nam
 	if plan != nil && plan.Serves(mem.Name) {
 		clusterIP := ""
 		svc := &corev1.Service{}
-		if err := getCached(ctx, mem, types.NamespacedName{Namespace: key.Namespace, Name: mcs.DerivedServiceName(key.Name)}, serviceGVK, svc); err == nil {
+		if err := getCached(ctx, mem.Cached(), types.NamespacedName{Namespace: key.Namespace, Name: mcs.DerivedServiceName(key.Name)}, serviceGVK, svc); err == nil {
 			clusterIP = svc.Spec.ClusterIP
 		}
 		desired = mcs.Render(plan, mem.Name, clusterIP).Objects()
@@ -286,7 +286,7 @@ func (r *Reconciler) reportExport(ctx context.Context, mem *member.Member, key t
 	if i < 0 {
 		return nil
 	}
-	exp, ok := r.export(ctx, mem, key)
+	exp, ok, _ := r.export(ctx, mem, mem.Cached(), key)
 	if !ok {
 		return nil // a MultiClusterService provider, or the export is gone
 	}

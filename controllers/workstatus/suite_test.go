@@ -11,6 +11,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
 
@@ -20,7 +21,11 @@ import (
 // apply the Works) beside them. The tests write bindings and their Works directly, as the
 // detector, scheduler and binding controller would, and write member status by hand through
 // the status subresource, since no controller runs in the members.
-var env *fleettest.Env
+var (
+	env *fleettest.Env
+	// members are the suite's member connections.
+	members *member.Manager
+)
 
 func TestWorkStatusControllers(t *testing.T) {
 	fleettest.RunSuite(t, "Work status controllers suite", "a host and two member clusters")
@@ -29,7 +34,7 @@ func TestWorkStatusControllers(t *testing.T) {
 var _ = BeforeSuite(func(ctx SpecContext) {
 	env = fleettest.Start(ctx, fleettest.Options{Name: "workstatus", Members: 2})
 	mgr := env.NewManager()
-	members := env.SetupClusterAndExecution(mgr)
+	members = env.SetupClusterAndExecution(mgr)
 	// The aggregators find a binding's Works through the binding controller's index.
 	Expect(binding.SetupIndexes(context.Background(), mgr)).To(Succeed())
 	Expect((&workstatus.WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: interpreter.Interpreter{}}).

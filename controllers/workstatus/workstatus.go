@@ -7,6 +7,8 @@ package workstatus
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -71,6 +73,11 @@ func (r *WorkReconciler) RequeueKind(ctx context.Context, gk schema.GroupKind) {
 	}
 }
 
+// notSyncedRetry is when a Work whose member objects' kind the member cache has not synced is
+// looked at again. The sync itself brings the Work back (each object arrives as an event);
+// this is the safety net.
+const notSyncedRetry = 5 * time.Second
+
 // +kubebuilder:rbac:groups=work.karmada.io,resources=works,verbs=get;list;watch
 // +kubebuilder:rbac:groups=work.karmada.io,resources=works/status,verbs=get;update;patch
 
@@ -109,9 +116,15 @@ func (r *WorkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 		cur := &unstructured.Unstructured{}
 		cur.SetGroupVersionKind(gvk)
-		if err := m.Cached().Get(ctx, client.ObjectKeyFromObject(want), cur); err != nil {
+		// This runs on the controller's shared workers: it never waits for a member cache
+		// to sync (NoWait).
+		if err := m.NoWait().Get(ctx, client.ObjectKeyFromObject(want), cur); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
+			}
+			if errors.Is(err, member.ErrNotSynced) {
+				ctrl.LoggerFrom(ctx).V(1).Info("Member cache has not synced the kind; looking again later", "error", err.Error())
+				return ctrl.Result{RequeueAfter: notSyncedRetry}, nil
 			}
 			return ctrl.Result{}, nil
 		}

@@ -11,17 +11,21 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
 
@@ -414,3 +418,59 @@ var _ = Describe("Templates whose status is the host's", func() {
 		}).WithContext(ctx).Should(Equal(corev1.ClaimBound))
 	})
 })
+
+var _ = Describe("WorkReconciler on a member cache that cannot sync", func() {
+	It("answers at once, not when the member's list of the Work's kind succeeds", func(ctx context.Context) {
+		cluster := env.MemberNames()[0]
+		mc := env.Members[cluster]
+		By("a custom resource whose conversion webhook does not answer: the member cannot list it in v2")
+		crd := fleettest.CRD("stuck.flotilla.io", "Widget")
+		crd.Spec.Versions = append(crd.Spec.Versions, *crd.Spec.Versions[0].DeepCopy())
+		crd.Spec.Versions[1].Name, crd.Spec.Versions[1].Storage = "v2", false
+		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+			Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
+				ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:1/convert")}}}
+		Expect(mc.Create(ctx, fleettest.AsUnstructured(crd))).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(mc.Delete(ctx, fleettest.AsUnstructured(crd)))).To(Succeed())
+		})
+		stored := fleettest.CustomResource(crd, metav1.NamespaceDefault, "w", map[string]any{"size": 1})
+		stored.SetLabels(map[string]string{wellknown.ManagedLabel: wellknown.ManagedLabelValue})
+		Eventually(func() error { return mc.Create(ctx, stored) }).WithContext(ctx).Should(Succeed()) // once Established
+
+		By("a Work of the object in v2, applied, as the execution controller leaves it")
+		manifest := stored.DeepCopy()
+		manifest.SetAPIVersion("stuck.flotilla.io/v2")
+		manifest.SetResourceVersion("")
+		raw, err := manifest.MarshalJSON()
+		Expect(err).NotTo(HaveOccurred())
+		work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: wellknown.ExecutionNamespace(cluster), Name: "stuck-widget", Generation: 1},
+			Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}}}
+		meta.SetStatusCondition(&work.Status.Conditions, metav1.Condition{Type: wellknown.WorkConditionApplied, Status: metav1.ConditionTrue,
+			Reason: wellknown.ReasonAppliedSuccessful, ObservedGeneration: 1})
+		r := &workstatus.WorkReconciler{Client: &fixedWorkClient{Client: env.Host, work: work}, Members: members, Interpreter: interpreter.Interpreter{}}
+
+		// Before, the read waited for the member cache to sync the kind, which it never does:
+		// one such Work per worker held every worker of the controller.
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		res, err := r.Reconcile(rctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(work)})
+		Expect(rctx.Err()).NotTo(HaveOccurred(), "Reconcile returned only when its context ended")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.RequeueAfter).To(BeNumerically(">", 0), "the Work is looked at again")
+	})
+})
+
+// fixedWorkClient reads work, which the host does not have, as a cache would.
+type fixedWorkClient struct {
+	client.Client
+	work *workv1alpha1.Work
+}
+
+func (f *fixedWorkClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if w, ok := obj.(*workv1alpha1.Work); ok && key == client.ObjectKeyFromObject(f.work) {
+		f.work.DeepCopyInto(w)
+		return nil
+	}
+	return f.Client.Get(ctx, key, obj, opts...)
+}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
@@ -121,3 +122,70 @@ func TestCachedEndsWithTheConnection(t *testing.T) {
 		t.Fatalf("read after close: %v, want ErrNotConnected", err)
 	}
 }
+
+// NoWait's reads fail at once with ErrNotSynced while the kind's informer has not synced,
+// and read the cache once it has; reads the member answers itself never wait on one.
+func TestNoWaitFailsWhileTheKindSyncs(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	meta := metav1.ObjectMeta{Namespace: "ns", Name: "x"}
+	cached := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&corev1.Service{ObjectMeta: meta}, &appsv1.Deployment{ObjectMeta: meta}).Build()
+	live := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&appsv1.Deployment{ObjectMeta: meta}).Build()
+	infs := &syncInformers{}
+	r := cachedReader{cache: cached, live: live, name: "member1", informers: infs,
+		whole: func(gvk schema.GroupVersionKind) bool { return gvk.Kind == "Deployment" }}
+	ctx := context.Background()
+	key := client.ObjectKey{Namespace: "ns", Name: "x"}
+	svc := &unstructured.Unstructured{}
+	svc.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Service"})
+	if err := r.Get(ctx, key, svc); !errors.Is(err, ErrNotSynced) {
+		t.Fatalf("Get of an unsynced kind: %v, want ErrNotSynced", err)
+	}
+	list := &corev1.ServiceList{}
+	if err := r.List(ctx, list); !errors.Is(err, ErrNotSynced) {
+		t.Fatalf("List of an unsynced kind: %v, want ErrNotSynced", err)
+	}
+	if got := infs.asked; len(got) != 2 || got[0] != "/v1, Kind=Service" || got[1] != "/v1, Kind=Service" {
+		t.Errorf("informers asked for %v, want the Service's twice", got)
+	}
+	// A whole kind is read from the member: no informer is asked.
+	if err := r.Get(ctx, key, &appsv1.Deployment{}); err != nil {
+		t.Fatalf("Get of a kind read live: %v", err)
+	}
+	infs.synced = true
+	if err := r.Get(ctx, key, svc); err != nil {
+		t.Fatalf("Get of a synced kind: %v", err)
+	}
+	// Cached's reader (no informers) never asks.
+	r.informers = nil
+	infs.synced = false
+	if err := r.Get(ctx, key, svc); err != nil {
+		t.Fatalf("Cached's Get: %v", err)
+	}
+}
+
+// syncInformers answers GetInformer with an informer whose HasSynced is synced.
+type syncInformers struct {
+	cache.Informers
+	synced bool
+	asked  []string
+}
+
+func (s *syncInformers) GetInformer(_ context.Context, obj client.Object, _ ...cache.InformerGetOption) (cache.Informer, error) {
+	s.asked = append(s.asked, obj.GetObjectKind().GroupVersionKind().String())
+	return syncInformer{synced: s.synced}, nil
+}
+
+func (s *syncInformers) GetInformerForKind(_ context.Context, gvk schema.GroupVersionKind, _ ...cache.InformerGetOption) (cache.Informer, error) {
+	s.asked = append(s.asked, gvk.String())
+	return syncInformer{synced: s.synced}, nil
+}
+
+type syncInformer struct {
+	cache.Informer
+	synced bool
+}
+
+func (s syncInformer) HasSynced() bool { return s.synced }

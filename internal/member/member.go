@@ -39,6 +39,9 @@ import (
 // ErrNotConnected is returned by Get for a member without a healthy connection.
 var ErrNotConnected = errors.New("member cluster is not connected")
 
+// ErrNotSynced is returned by NoWait's reads of a kind whose informer has not synced.
+var ErrNotSynced = errors.New("member cache has not synced the kind")
+
 // Secret keys of a member's credentials.
 const (
 	SecretKeyToken    = wellknown.SecretKeyToken
@@ -104,6 +107,19 @@ func (m *Member) Cached() client.Reader {
 	return cachedReader{cache: m.cache, live: m.Client, whole: m.whole, conn: m.ctx, name: m.Name}
 }
 
+// NoWait returns Cached's reader for the callers that must not wait on a member: the
+// controllers' shared workers. Cached's reads of a kind whose informer has not synced wait
+// until it has, which is brief after a (re)connect but is for ever while the member's list of
+// the kind keeps failing (a custom resource whose conversion webhook is down): one such read
+// per worker would hold every worker of the controller, and with them every member's work.
+// NoWait's fail at once with ErrNotSynced instead; the informer's sync brings each of its
+// objects back as an event.
+func (m *Member) NoWait() client.Reader {
+	r := m.Cached().(cachedReader)
+	r.informers = m.cache
+	return r
+}
+
 // cachedReader reads the member cache, or the member itself for a trimmed kind whole names.
 type cachedReader struct {
 	cache client.Reader
@@ -114,35 +130,82 @@ type cachedReader struct {
 	// informer that will never sync (a kind first read after the cache stopped).
 	conn context.Context
 	name string
+	// informers, when set (NoWait), are asked whether a kind has synced before it is read.
+	informers cache.Informers
 }
 
-func (r cachedReader) reader(obj runtime.Object, list bool) client.Reader {
+// reader returns the reader for obj's kind: the cache, or the member apiserver (live) for a
+// trimmed kind that whole names.
+func (r cachedReader) reader(obj runtime.Object, list bool) (reader client.Reader, live bool) {
 	if r.whole == nil {
-		return r.cache
+		return r.cache, false
 	}
 	gvk, err := r.live.GroupVersionKindFor(obj)
 	if err != nil {
-		return r.cache
+		return r.cache, false
 	}
 	if list {
 		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
 	}
 	if cachetrim.Trimmed(gvk.GroupKind()) && r.whole(gvk) {
-		return r.live
+		return r.live, true
 	}
-	return r.cache
+	return r.cache, false
 }
 
 func (r cachedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	ctx, done := r.bound(ctx)
 	defer done()
-	return r.closed(r.reader(obj, false).Get(ctx, key, obj, opts...))
+	reader, live := r.reader(obj, false)
+	if err := r.synced(ctx, live, obj, false); err != nil {
+		return err
+	}
+	return r.closed(reader.Get(ctx, key, obj, opts...))
 }
 
 func (r cachedReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	ctx, done := r.bound(ctx)
 	defer done()
-	return r.closed(r.reader(list, true).List(ctx, list, opts...))
+	reader, live := r.reader(list, true)
+	if err := r.synced(ctx, live, list, true); err != nil {
+		return err
+	}
+	return r.closed(reader.List(ctx, list, opts...))
+}
+
+// synced returns ErrNotSynced when r must not wait (NoWait) and the cache's informer of
+// obj's kind has not synced; reads of the member apiserver itself never wait on one.
+func (r cachedReader) synced(ctx context.Context, live bool, obj runtime.Object, list bool) error {
+	if r.informers == nil || live {
+		return nil
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind() // an unstructured object's own
+	if gvk.Empty() {
+		var err error
+		if gvk, err = r.live.GroupVersionKindFor(obj); err != nil {
+			return err
+		}
+	}
+	if list {
+		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	}
+	// The informer the read would use: an unstructured object's is not the typed one.
+	var inf cache.Informer
+	var err error
+	if _, ok := obj.(runtime.Unstructured); ok {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		inf, err = r.informers.GetInformer(ctx, u, cache.BlockUntilSynced(false))
+	} else {
+		inf, err = r.informers.GetInformerForKind(ctx, gvk, cache.BlockUntilSynced(false))
+	}
+	if err != nil {
+		return r.closed(err)
+	}
+	if !inf.HasSynced() {
+		return fmt.Errorf("%w: %s %s of %s (its first list has not answered yet, or keeps failing)", ErrNotSynced, gvk.Kind, gvk.GroupVersion(), r.name)
+	}
+	return nil
 }
 
 // bound returns ctx, ended also when the member's connection ends.
