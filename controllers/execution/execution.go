@@ -335,7 +335,7 @@ func (r *Reconciler) upToDate(ctx context.Context, m *member.Member, work *workv
 	}
 	cur := &unstructured.Unstructured{}
 	cur.SetGroupVersionKind(objs[0].GroupVersionKind())
-	if err := m.Cached().Get(ctx, client.ObjectKeyFromObject(objs[0]), cur); err != nil {
+	if err := cachedGet(ctx, m, client.ObjectKeyFromObject(objs[0]), cur); err != nil {
 		return false
 	}
 	if cur.GetUID() != st.memberUID || cur.GetLabels()[wellknown.ManagedLabel] != wellknown.ManagedLabelValue {
@@ -411,13 +411,28 @@ func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Mem
 	return desired, nil
 }
 
+// cacheSyncWait bounds how long a read of the member cache waits for the cache to sync the
+// object's kind, which it does within moments of a (re)connect. A member whose list of a kind
+// keeps failing (a custom resource whose conversion webhook is down) never syncs it: the
+// Works of that kind then fall back to reading the member (observe) and are retried, rather
+// than holding each of the member's few workers for the whole of memberqueue's timeout while
+// the member's other Works wait.
+const cacheSyncWait = 5 * time.Second
+
+// cachedGet reads the member cache, waiting at most cacheSyncWait for it to sync the kind.
+func cachedGet(ctx context.Context, m *member.Member, key client.ObjectKey, obj client.Object) error {
+	ctx, cancel := context.WithTimeout(ctx, cacheSyncWait)
+	defer cancel()
+	return m.Cached().Get(ctx, key, obj)
+}
+
 // observe returns the member object as it is: from the member cache, which holds only
 // objects labelled karmada.io/managed, or else from the member apiserver (live says so; that
 // copy has its managedFields). It returns nil when the object does not exist.
 func (r *Reconciler) observe(ctx context.Context, m *member.Member, obj *unstructured.Unstructured) (cur *unstructured.Unstructured, live bool, err error) {
 	cur = &unstructured.Unstructured{}
 	cur.SetGroupVersionKind(obj.GroupVersionKind())
-	if err := m.Cached().Get(ctx, client.ObjectKeyFromObject(obj), cur); err == nil {
+	if err := cachedGet(ctx, m, client.ObjectKeyFromObject(obj), cur); err == nil {
 		return cur, false, nil
 	}
 	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {

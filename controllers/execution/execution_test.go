@@ -2,6 +2,7 @@ package execution_test
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -17,6 +18,7 @@ import (
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/execution"
+	"github.com/flotilla-io/flotilla/internal/memberqueue"
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
 
@@ -338,6 +340,48 @@ var _ = Describe("Custom resources whose CRD the member does not serve", Ordered
 		Expect(env.Host.Delete(ctx, crWork)).To(Succeed())
 		Eventually(fleettest.Gone(ctx, env.Host, crWork)).WithContext(ctx).Should(BeTrue())
 		Expect(memberGone(ctx, "member1", crd)()).To(BeTrue())
+	})
+})
+
+var _ = Describe("A member that cannot list a kind", func() {
+	It("applies its other Works while the Works of that kind fail", func(ctx SpecContext) {
+		const ns = "exec-stuck"
+		mc := env.Members["member2"]
+		typed := fleettest.BrokenConversionCRD("stuck.flotilla.test", "Gadget")
+		crd := fleettest.AsUnstructured(typed)
+		Expect(mc.Create(ctx, crd)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(mc.Delete(ctx, crd))).To(Succeed()) })
+		Expect(mc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		// Stored in v1 and managed: the member cache's list of v2 has to convert it, and fails.
+		stored := fleettest.CustomResource(typed, ns, "stored", map[string]any{"size": int64(1)})
+		stored.SetLabels(map[string]string{wellknown.ManagedLabel: wellknown.ManagedLabelValue})
+		Eventually(func() error { return mc.Create(ctx, stored) }).WithContext(ctx).Should(Succeed()) // once Established
+
+		By("as many Works of the kind in v2 as the member has workers, then a ConfigMap's")
+		var stuck []*workv1alpha1.Work
+		for i := range memberqueue.DefaultWorkers {
+			cr := fleettest.CustomResource(typed, ns, fmt.Sprintf("g%d", i), map[string]any{"size": int64(i)})
+			cr.SetAPIVersion("stuck.flotilla.test/v2")
+			stuck = append(stuck, createWork(ctx, "member2", cr))
+		}
+		cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "beside-the-stuck"}, Data: map[string]string{"k": "v"}}
+		w := createWork(ctx, "member2", cm)
+		for _, s := range append(stuck, w) {
+			DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Host.Delete(ctx, s))).To(Succeed()) })
+		}
+
+		// Before, each Work of the kind held a worker until memberqueue's timeout (a minute),
+		// waiting for the member cache to sync a kind it never syncs.
+		Eventually(func(g Gomega) {
+			c := env.Applied(ctx, g, w)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		for _, s := range stuck {
+			c := env.ExpectApplied(ctx, s, metav1.ConditionFalse, wellknown.ReasonAppliedFailed)
+			Expect(c.Message).To(ContainSubstring("conversion webhook"))
+		}
 	})
 })
 

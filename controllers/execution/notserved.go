@@ -113,7 +113,7 @@ func (r *Reconciler) crdsEstablished(ctx context.Context, cluster string, m *mem
 		}
 		cur := &unstructured.Unstructured{}
 		cur.SetGroupVersionKind(obj.GroupVersionKind())
-		if err := m.Cached().Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil || !established(cur) {
+		if err := cachedGet(ctx, m, client.ObjectKeyFromObject(obj), cur); err != nil || !established(cur) {
 			continue // its Established update brings this Work back
 		}
 		group, _, _ := unstructured.NestedString(cur.Object, "spec", "group")

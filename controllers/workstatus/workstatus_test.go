@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -424,12 +423,7 @@ var _ = Describe("WorkReconciler on a member cache that cannot sync", func() {
 		cluster := env.MemberNames()[0]
 		mc := env.Members[cluster]
 		By("a custom resource whose conversion webhook does not answer: the member cannot list it in v2")
-		crd := fleettest.CRD("stuck.flotilla.io", "Widget")
-		crd.Spec.Versions = append(crd.Spec.Versions, *crd.Spec.Versions[0].DeepCopy())
-		crd.Spec.Versions[1].Name, crd.Spec.Versions[1].Storage = "v2", false
-		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
-			Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
-				ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:1/convert")}}}
+		crd := fleettest.BrokenConversionCRD("stuck.flotilla.io", "Widget")
 		Expect(mc.Create(ctx, fleettest.AsUnstructured(crd))).To(Succeed())
 		DeferCleanup(func(ctx context.Context) {
 			Expect(client.IgnoreNotFound(mc.Delete(ctx, fleettest.AsUnstructured(crd)))).To(Succeed())

@@ -61,3 +61,18 @@ func AsUnstructured(obj runtime.Object) *unstructured.Unstructured {
 	Expect(err).NotTo(HaveOccurred())
 	return &unstructured.Unstructured{Object: u}
 }
+
+// BrokenConversionCRD returns CRD(group, kind) served in v1 (its storage version) and v2,
+// converted by a webhook that never answers (127.0.0.1:1): a member then cannot list or
+// write v2 objects while any object is stored, which is what a custom resource whose
+// conversion webhook is down looks like. Create an object in v1 to break its lists.
+func BrokenConversionCRD(group, kind string) *apiextensionsv1.CustomResourceDefinition {
+	crd := CRD(group, kind)
+	v2 := *crd.Spec.Versions[0].DeepCopy()
+	v2.Name, v2.Storage = "v2", false
+	crd.Spec.Versions = append(crd.Spec.Versions, v2)
+	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+		Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
+			ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:1/convert")}}}
+	return crd
+}
