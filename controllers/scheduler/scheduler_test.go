@@ -28,6 +28,7 @@ import (
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	schedulercontroller "github.com/flotilla-io/flotilla/controllers/scheduler"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
 
 var nsCounter int
@@ -172,7 +173,7 @@ var _ = Describe("Scheduler reconciler", func() {
 		Expect(c.Update(ctx, rb)).To(Succeed())
 		s, err := scheduler.New(scheduler.Options{})
 		Expect(err).NotTo(HaveOccurred())
-		r := &schedulercontroller.Reconciler{Client: &fixedBindingClient{Client: c, rb: old}, Recorder: events.NewFakeRecorder(10),
+		r := &schedulercontroller.Reconciler{Client: &fleettest.PinnedClient{Client: c, Pinned: old}, Recorder: events.NewFakeRecorder(10),
 			Scheduler: s, SchedulerName: "direct", NewBinding: func() client.Object { return &workv1alpha2.ResourceBinding{} }}
 		res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "raced"}})
 		Expect(err).NotTo(HaveOccurred())
@@ -310,19 +311,4 @@ func (s *staleStatusClient) Get(ctx context.Context, key client.ObjectKey, obj c
 		rb.Status = workv1alpha2.ResourceBindingStatus{}
 	}
 	return nil
-}
-
-// fixedBindingClient reads the binding as rb, a copy taken before a later change, as a cache
-// that has not seen that change yet.
-type fixedBindingClient struct {
-	client.Client
-	rb *workv1alpha2.ResourceBinding
-}
-
-func (f *fixedBindingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if rb, ok := obj.(*workv1alpha2.ResourceBinding); ok && key == client.ObjectKeyFromObject(f.rb) {
-		f.rb.DeepCopyInto(rb)
-		return nil
-	}
-	return f.Client.Get(ctx, key, obj, opts...)
 }

@@ -442,7 +442,7 @@ var _ = Describe("WorkReconciler on a member cache that cannot sync", func() {
 			Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}}}
 		meta.SetStatusCondition(&work.Status.Conditions, metav1.Condition{Type: wellknown.WorkConditionApplied, Status: metav1.ConditionTrue,
 			Reason: wellknown.ReasonAppliedSuccessful, ObservedGeneration: 1})
-		r := &workstatus.WorkReconciler{Client: &fixedWorkClient{Client: env.Host, work: work}, Members: members, Interpreter: interpreter.Interpreter{}}
+		r := &workstatus.WorkReconciler{Client: &fleettest.PinnedClient{Client: env.Host, Pinned: work}, Members: members, Interpreter: interpreter.Interpreter{}}
 
 		// Before, the read waited for the member cache to sync the kind, which it never does:
 		// one such Work per worker held every worker of the controller.
@@ -454,17 +454,3 @@ var _ = Describe("WorkReconciler on a member cache that cannot sync", func() {
 		Expect(res.RequeueAfter).To(BeNumerically(">", 0), "the Work is looked at again")
 	})
 })
-
-// fixedWorkClient reads work, which the host does not have, as a cache would.
-type fixedWorkClient struct {
-	client.Client
-	work *workv1alpha1.Work
-}
-
-func (f *fixedWorkClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if w, ok := obj.(*workv1alpha1.Work); ok && key == client.ObjectKeyFromObject(f.work) {
-		f.work.DeepCopyInto(w)
-		return nil
-	}
-	return f.Client.Get(ctx, key, obj, opts...)
-}

@@ -1,6 +1,9 @@
 package fleettest
 
 import (
+	"context"
+	"reflect"
+
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -154,4 +157,21 @@ func BindWork(w *workv1alpha1.Work, rb client.Object) {
 		w.Annotations[wellknown.ResourceBindingNamespaceAnnotation] = rb.GetNamespace()
 		w.Annotations[wellknown.ResourceBindingNameAnnotation] = rb.GetName()
 	}
+}
+
+// PinnedClient reads Pinned, a copy each time, for its type and key, and everything else
+// through Client: it stands in for a cache that has not caught up with a later change, or
+// for one that holds an object the host does not.
+type PinnedClient struct {
+	client.Client
+	Pinned client.Object
+}
+
+// Get reads Pinned for its type and key.
+func (p *PinnedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if reflect.TypeOf(obj) == reflect.TypeOf(p.Pinned) && key == client.ObjectKeyFromObject(p.Pinned) {
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(p.Pinned.DeepCopyObject()).Elem())
+		return nil
+	}
+	return p.Client.Get(ctx, key, obj, opts...)
 }
