@@ -334,6 +334,7 @@ func (r *Reconciler) failed(ctx context.Context, rb client.Object, reason, msg s
 	cond := metav1.Condition{Type: wellknown.ConditionScheduled, Status: metav1.ConditionFalse,
 		Reason: reason, Message: msg, ObservedGeneration: rb.GetGeneration()}
 	if bindings.ConditionCurrent(status.Conditions, cond) && status.SchedulerObservedGeneration == rb.GetGeneration() {
+		r.observed.Store(client.ObjectKeyFromObject(rb), observedMemo(rb, cond))
 		return nil
 	}
 	unschedulable.Inc()
@@ -341,7 +342,14 @@ func (r *Reconciler) failed(ctx context.Context, rb client.Object, reason, msg s
 	st := currentStatus(status)
 	st.cond = bindings.Condition(status.Conditions, cond)
 	st.observedGeneration = rb.GetGeneration()
-	return r.applyStatus(ctx, rb, st, true)
+	if err := r.applyStatus(ctx, rb, st, true); err != nil {
+		return err
+	}
+	// The memo is the Scheduled condition last written, whichever it was: a placement that
+	// becomes valid again at the same generation (its cluster joined again) must have its
+	// True condition written back, not taken for already written.
+	r.observed.Store(client.ObjectKeyFromObject(rb), observedMemo(rb, cond))
+	return nil
 }
 
 // event records an event on the binding and on its template.

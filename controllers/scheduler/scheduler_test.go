@@ -190,6 +190,37 @@ var _ = Describe("Scheduler reconciler", func() {
 		Expect(cond.Reason).To(Equal(wellknown.ReasonBindingUnschedulable))
 	})
 
+	It("places a binding again when its cluster is deleted and joins again under the same name", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		Expect(createCluster(ctx, c, "phoenix", nil)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(c.Delete(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "phoenix"}}))).To(Succeed())
+		})
+		Expect(c.Create(ctx, newBinding(ns, "reborn", 1, weighted("phoenix")))).To(Succeed())
+		scheduled := func(want metav1.ConditionStatus) func(g Gomega) {
+			return func(g Gomega) {
+				cond := meta.FindStatusCondition(get(ctx, ns, "reborn").Status.Conditions, wellknown.ConditionScheduled)
+				g.Expect(cond).NotTo(BeNil())
+				g.Expect(cond.Status).To(Equal(want))
+			}
+		}
+		Eventually(scheduled(metav1.ConditionTrue)).WithContext(ctx).Should(Succeed())
+		generation := get(ctx, ns, "reborn").Generation
+
+		By("the cluster going: the binding keeps its placement, Unschedulable")
+		Expect(c.Delete(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "phoenix"}})).To(Succeed())
+		Eventually(scheduled(metav1.ConditionFalse)).WithContext(ctx).Should(Succeed())
+
+		By("the cluster joining again: the same placement, at the same generation, is valid again")
+		Expect(createCluster(ctx, c, "phoenix", nil)).To(Succeed())
+		// Before, the scheduler took the True condition for written already (it had written it
+		// for this generation before the failure) and the binding stayed Unschedulable.
+		Eventually(scheduled(metav1.ConditionTrue)).WithContext(ctx).Should(Succeed())
+		rb := get(ctx, ns, "reborn")
+		Expect(rb.Generation).To(Equal(generation))
+		Expect(replicasOf(rb)).To(Equal(map[string]int32{"phoenix": 1}))
+	})
+
 	It("does not reschedule on unrelated updates", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		Expect(c.Create(ctx, newBinding(ns, "steady", 4, weighted("m1", "m2")))).To(Succeed())
