@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +39,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/failover"
 	"github.com/flotilla-io/flotilla/internal/handoff"
+	"github.com/flotilla-io/flotilla/internal/memo"
 	"github.com/flotilla-io/flotilla/internal/overrides"
 	"github.com/flotilla-io/flotilla/internal/resourceselector"
 	"github.com/flotilla-io/flotilla/internal/shard"
@@ -68,7 +71,23 @@ type Reconciler struct {
 	// Templates, when set, holds the templates the detector read for their bindings: the
 	// version a binding names is taken from there rather than read from the host again.
 	Templates *handoff.Templates
+
+	// created remembers, by binding (its permanent id), the Works this controller created
+	// that its cache may not show yet. The binding's deletion can come before they do (a
+	// template deleted right after its binding was made), and a finalizer released on a
+	// cache without them would leave them, and their member objects, with no binding.
+	created memo.Map[string, map[string]createdWork]
 }
+
+// createdWork is a Work created for one cluster of a binding.
+type createdWork struct {
+	uid types.UID
+	at  time.Time
+}
+
+// createdSeenWithin bounds how long a created Work is waited for in the cache: a cache lags
+// by moments, and a Work deleted before the cache saw it is never seen.
+const createdSeenWithin = time.Minute
 
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings;clusterresourcebindings,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings/status;clusterresourcebindings/status,verbs=get;update;patch
@@ -88,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = ctrl.LoggerInto(ctx, log)
 
 	if rb.GetDeletionTimestamp() != nil {
-		return ctrl.Result{}, r.finalize(ctx, rb)
+		return r.finalize(ctx, rb)
 	}
 	if !controllerutil.ContainsFinalizer(rb, wellknown.BindingControllerFinalizer) {
 		// A binding written by someone else than the detector: add the finalizer and go on
@@ -104,6 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.unseen(rb, existing)
 	var renderErrs, writeErrs []error
 	var written []string
 	var writes []workWrite
@@ -149,6 +169,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// The Works go to different clusters and do not depend on each other: they are written
 	// at once, so a binding costs one request's time, not one per cluster.
 	r.writeWorks(ctx, writes)
+	r.remember(rb, writes)
 	for _, w := range writes {
 		switch {
 		case errors.Is(w.err, errWorkGoing):
@@ -439,16 +460,65 @@ func manifestsEqual(a, b []workv1alpha1.Manifest) bool {
 	return true
 }
 
-// finalize deletes the binding's Works, telling them to keep their member objects when the
-// binding preserves resources, then lets the binding go.
-func (r *Reconciler) finalize(ctx context.Context, rb client.Object) error {
-	if !controllerutil.ContainsFinalizer(rb, wellknown.BindingControllerFinalizer) {
+// remember records the Works just created for rb, until its cache shows them.
+func (r *Reconciler) remember(rb client.Object, writes []workWrite) {
+	var created map[string]createdWork
+	for _, w := range writes {
+		if w.cur != nil || w.err != nil || w.want.UID == "" {
+			continue
+		}
+		if created == nil {
+			prev, _ := r.created.Load(bindings.PermanentID(rb))
+			created = maps.Clone(prev)
+			if created == nil {
+				created = map[string]createdWork{}
+			}
+		}
+		created[w.cluster] = createdWork{uid: w.want.UID, at: time.Now()}
+	}
+	if created != nil {
+		r.created.Store(bindings.PermanentID(rb), created)
+	}
+}
+
+// unseen returns, of the Works created for rb, those its cache does not show yet (works, by
+// cluster, are what it shows), and forgets the others.
+func (r *Reconciler) unseen(rb client.Object, works map[string]*workv1alpha1.Work) map[string]createdWork {
+	id := bindings.PermanentID(rb)
+	created, ok := r.created.Load(id)
+	if !ok {
 		return nil
+	}
+	out := map[string]createdWork{}
+	for cluster, c := range created {
+		if w := works[cluster]; (w == nil || w.UID != c.uid) && time.Since(c.at) < createdSeenWithin {
+			out[cluster] = c
+		}
+	}
+	switch {
+	case len(out) == 0:
+		r.created.Delete(id)
+	case len(out) < len(created):
+		r.created.Store(id, out)
+	}
+	return out
+}
+
+// finalize deletes the binding's Works, telling them to keep their member objects when the
+// binding preserves resources, then lets the binding go. It waits while a Work it created
+// is not in its cache yet: that Work's event brings the binding back.
+func (r *Reconciler) finalize(ctx context.Context, rb client.Object) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(rb, wellknown.BindingControllerFinalizer) {
+		return ctrl.Result{}, nil
 	}
 	preserve := ptr.Deref(bindings.Spec(rb).PreserveResourcesOnDeletion, false)
 	works, err := bindings.WorksByCluster(ctx, r.Client, rb)
 	if err != nil {
-		return err
+		return ctrl.Result{}, err
+	}
+	if unseen := r.unseen(rb, works); len(unseen) > 0 {
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the cache to show the Works just created before deleting them", "clusters", slices.Sorted(maps.Keys(unseen)))
+		return ctrl.Result{RequeueAfter: workGoneRetry}, nil
 	}
 	list := make([]*workv1alpha1.Work, 0, len(works))
 	for _, w := range works {
@@ -475,12 +545,12 @@ func (r *Reconciler) finalize(ctx context.Context, rb client.Object) error {
 	})
 	for _, err := range errs {
 		if client.IgnoreNotFound(err) != nil {
-			return err
+			return ctrl.Result{}, err
 		}
 	}
 	patch := client.MergeFrom(rb.DeepCopyObject().(client.Object))
 	controllerutil.RemoveFinalizer(rb, wellknown.BindingControllerFinalizer)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, rb, patch))
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, rb, patch))
 }
 
 // setOverridden records override failures in the Overridden condition (and an event). An

@@ -2,6 +2,7 @@ package binding_test
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -9,11 +10,16 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/controllers/binding"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
 
@@ -93,3 +99,69 @@ var _ = Describe("Finalizing a binding", func() {
 		Expect(env.ManagerRequests("DELETE", path(deleting))).To(BeNumerically("<=", 2))
 	}, SpecTimeout(2*time.Minute))
 })
+
+var _ = Describe("Finalizing a binding whose new Works its cache does not show yet", func() {
+	It("waits for them and deletes them, rather than leaving them without a binding", func(ctx SpecContext) {
+		// A host of its own, where nothing but r reconciles, with a cache whose Works the
+		// spec hides: a template deleted right after its binding wrote Works.
+		own := fleettest.Start(ctx, fleettest.Options{Name: "binding-lag"})
+		own.CreateClusters(ctx, "member1")
+		mgr := own.NewManager()
+		Expect(binding.SetupIndexes(context.Background(), mgr)).To(Succeed())
+		fleettest.StartManager(mgr)
+		lagging := &laggingWorks{Client: mgr.GetClient()}
+		r := &binding.Reconciler{Client: lagging, APIReader: mgr.GetAPIReader(), Recorder: events.NewFakeRecorder(100),
+			Interpreter: interpreter.Interpreter{}, NewBinding: func() client.Object { return &workv1alpha2.ResourceBinding{} }}
+
+		own.TemplateNamespace(ctx, "lag")
+		cm := fleettest.ConfigMap("lag", "cfg", map[string]string{"k": "v"})
+		Expect(own.Host.Create(ctx, cm)).To(Succeed())
+		rb := own.Binding(cm, 0, fleettest.Scheduled("member1", 0)...)
+		Expect(own.Host.Create(ctx, rb)).To(Succeed())
+		Eventually(func() error { return mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(rb), &workv1alpha2.ResourceBinding{}) }).
+			WithContext(ctx).Should(Succeed())
+		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(rb)}
+		lagging.hide.Store(true)
+		_, err := r.Reconcile(ctx, req)
+		Expect(err).NotTo(HaveOccurred())
+		work := &workv1alpha1.Work{}
+		Expect(own.Host.Get(ctx, workKey("member1", cm), work)).To(Succeed(), "the Work was created")
+
+		By("the binding deleted before the cache shows its Work")
+		Expect(own.Host.Delete(ctx, rb)).To(Succeed())
+		Eventually(func(g Gomega) {
+			cached := &workv1alpha2.ResourceBinding{}
+			g.Expect(mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(rb), cached)).To(Succeed())
+			g.Expect(cached.DeletionTimestamp).NotTo(BeNil())
+		}).WithContext(ctx).Should(Succeed())
+		res, err := r.Reconcile(ctx, req)
+		Expect(err).NotTo(HaveOccurred())
+		// Before, the finalizer was released at once and the Work stayed, with no binding.
+		Expect(res.RequeueAfter).To(BeNumerically(">", 0), "finalizing waits for the cache")
+		Expect(own.Host.Get(ctx, client.ObjectKeyFromObject(rb), &workv1alpha2.ResourceBinding{})).To(Succeed(), "the binding is kept")
+
+		By("the cache catching up")
+		lagging.hide.Store(false)
+		Eventually(func(g Gomega) {
+			_, err := r.Reconcile(ctx, req)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(own.Host.Get(ctx, workKey("member1", cm), work)).To(Succeed())
+			g.Expect(work.DeletionTimestamp).NotTo(BeNil(), "the Work is deleted")
+		}).WithContext(ctx).Should(Succeed())
+		Eventually(fleettest.Gone(ctx, own.Host, rb)).WithContext(ctx).Should(BeTrue())
+	}, SpecTimeout(2*time.Minute))
+})
+
+// laggingWorks lists no Works while hide is set: a cache that has not seen the Works just
+// created.
+type laggingWorks struct {
+	client.Client
+	hide atomic.Bool
+}
+
+func (l *laggingWorks) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*workv1alpha1.WorkList); ok && l.hide.Load() {
+		return nil
+	}
+	return l.Client.List(ctx, list, opts...)
+}
