@@ -118,7 +118,9 @@ var _ = Describe("Finalizing a binding whose new Works its cache does not show y
 		Expect(own.Host.Create(ctx, cm)).To(Succeed())
 		rb := own.Binding(cm, 0, fleettest.Scheduled("member1", 0)...)
 		Expect(own.Host.Create(ctx, rb)).To(Succeed())
-		Eventually(func() error { return mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(rb), &workv1alpha2.ResourceBinding{}) }).
+		Eventually(func() error {
+			return mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(rb), &workv1alpha2.ResourceBinding{})
+		}).
 			WithContext(ctx).Should(Succeed())
 		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(rb)}
 		lagging.hide.Store(true)
