@@ -221,6 +221,47 @@ var _ = Describe("Scheduler reconciler", func() {
 		Expect(replicasOf(rb)).To(Equal(map[string]int32{"phoenix": 1}))
 	})
 
+	It("places a binding whose last attempt failed as soon as the cluster it wants is untainted", func(ctx context.Context) {
+		for _, n := range []string{"was-here", "wanted"} {
+			Expect(createCluster(ctx, c, n, nil)).To(Succeed())
+			DeferCleanup(func(ctx context.Context) {
+				Expect(client.IgnoreNotFound(c.Delete(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: n}}))).To(Succeed())
+			})
+		}
+		setTaints := func(taints ...corev1.Taint) {
+			cl := &clusterv1alpha1.Cluster{}
+			Expect(c.Get(ctx, types.NamespacedName{Name: "wanted"}, cl)).To(Succeed())
+			cl.Spec.Taints = taints
+			Expect(c.Update(ctx, cl)).To(Succeed())
+		}
+		setTaints(corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectNoSchedule})
+		ns := newNamespace(ctx)
+		Expect(c.Create(ctx, newBinding(ns, "mover", 2, weighted("was-here")))).To(Succeed())
+		Eventually(func() map[string]int32 { return replicasOf(get(ctx, ns, "mover")) }).WithContext(ctx).
+			Should(Equal(map[string]int32{"was-here": 2}))
+
+		By("its policy moving it to the tainted cluster: it stays where it is, Unschedulable")
+		rb := get(ctx, ns, "mover")
+		patch := client.MergeFrom(rb.DeepCopy())
+		rb.Spec.Placement = weighted("wanted")
+		Expect(c.Patch(ctx, rb, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			cond := meta.FindStatusCondition(get(ctx, ns, "mover").Status.Conditions, wellknown.ConditionScheduled)
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Reason).To(Equal(wellknown.ReasonBindingUnschedulable))
+		}).WithContext(ctx).Should(Succeed())
+		Expect(replicasOf(get(ctx, ns, "mover"))).To(Equal(map[string]int32{"was-here": 2}))
+
+		By("the taint removed")
+		setTaints()
+		// Its retry after a first failure is 5 s away: the Cluster's change brings it back
+		// sooner. Before, a binding that kept clusters elsewhere waited for its backoff (up to
+		// 5 minutes after several failures), since only bindings on the changed cluster,
+		// unplaced ones and duplicated ones were looked at again.
+		Eventually(func() map[string]int32 { return replicasOf(get(ctx, ns, "mover")) }).WithContext(ctx).WithTimeout(3 * time.Second).
+			Should(Equal(map[string]int32{"wanted": 2}))
+	})
+
 	It("does not reschedule on unrelated updates", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		Expect(c.Create(ctx, newBinding(ns, "steady", 4, weighted("m1", "m2")))).To(Succeed())

@@ -85,12 +85,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 }
 
 // affected maps a cluster change to the bindings it can affect: those scheduled on it (it may
-// have to leave), those not scheduled anywhere (it may now fit), and duplicated ones (they go
-// to every cluster that fits).
+// have to leave), those not scheduled anywhere or whose last attempt failed (it may now fit:
+// a taint removed, Ready again), and duplicated ones (they go to every cluster that fits).
 func (r *Reconciler) affected(ctx context.Context, o client.Object) []client.Object {
 	return r.listAll(ctx,
 		client.MatchingFields{bindings.IndexBindingByCluster: o.GetName()},
 		client.MatchingFields{IndexUnscheduled: "true"},
+		client.MatchingFields{IndexFailed: "true"},
 		client.MatchingFields{IndexDuplicated: "true"})
 }
 
