@@ -426,10 +426,19 @@ func (r *Reconciler) detach(ctx context.Context, rb client.Object, tmpl *metav1.
 // deleteBinding deletes the template's binding. With preserve, the binding is first marked
 // preserveResourcesOnDeletion so that the binding controller leaves the member objects.
 func (r *Reconciler) deleteBinding(ctx context.Context, key Key, preserve bool) error {
+	at, justCreated := r.created.Load(key)
 	r.created.Delete(key)
 	rb := newBinding(key)
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(rb), rb); err != nil {
-		return client.IgnoreNotFound(err)
+		if !apierrors.IsNotFound(err) || !justCreated || time.Since(at) >= createdTTL {
+			return client.IgnoreNotFound(err)
+		}
+		// This detector created the binding a moment ago and the cache does not show it yet
+		// (a policy deleted right after it claimed the template): a cache miss is no proof
+		// it is gone, and nothing would bring the template back once the cache shows it.
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(rb), rb); err != nil {
+			return client.IgnoreNotFound(err)
+		}
 	}
 	if rb.GetDeletionTimestamp() != nil {
 		return nil

@@ -1,0 +1,71 @@
+package detector_test
+
+import (
+	"context"
+		"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/controllers/detector"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
+)
+
+var _ = Describe("Releasing a template whose new binding the cache does not show yet", func() {
+	It("deletes the binding it has just created when the policy goes at once", func(ctx SpecContext) {
+		// A host of its own, with a detector whose cache never shows ResourceBindings: a
+		// policy deleted right after the detector created the binding of a template it
+		// claimed (found by a soak: a namespace opted in again as the manager restarted, and
+		// its policy deleted a second later). No event brings the template back once the
+		// cache shows the binding, so the release must not trust the cache's miss.
+		own := fleettest.Start(ctx, fleettest.Options{Name: "detector-lag"})
+		mgr := own.NewManager()
+		r := &detector.Reconciler{Client: &hiddenBindings{Client: mgr.GetClient()}, APIReader: mgr.GetAPIReader(),
+			Recorder: mgr.GetEventRecorder("detector"), Interpreter: interpreter.Interpreter{}}
+		Expect(r.SetupWithManager(mgr, detector.Options{Workers: 2})).To(Succeed())
+		fleettest.StartManager(mgr)
+
+		own.TemplateNamespace(ctx, "lag")
+		pp := policy("lag", "pp", selectConfigMap("cfg"))
+		Expect(own.Host.Create(ctx, pp)).To(Succeed())
+		cm := fleettest.ConfigMap("lag", "cfg", map[string]string{"k": "v"})
+		Expect(own.Host.Create(ctx, cm)).To(Succeed())
+		b := rb("lag", "ConfigMap", "cfg")
+		Eventually(func() error { return own.Host.Get(ctx, client.ObjectKeyFromObject(b), b) }).
+			WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+
+		By("the policy deleted while the detector's cache does not show the binding")
+		Expect(own.Host.Delete(ctx, pp)).To(Succeed())
+		// Before, the release found no binding in the cache and deleted nothing.
+		Eventually(func(g Gomega) {
+			g.Expect(own.Host.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+			g.Expect(b.DeletionTimestamp).NotTo(BeNil(), "the binding is deleted")
+		}).WithContext(ctx).WithTimeout(20*time.Second).Should(Succeed())
+		Expect(ptr.Deref(b.Spec.PreserveResourcesOnDeletion, false)).To(BeTrue(), "an unclaimed template's member objects are kept")
+		Eventually(func(g Gomega) {
+			own.Get(ctx, g, cm)
+			g.Expect(cm.Labels).NotTo(HaveKey(wellknown.PropagationPolicyPermanentIDLabel))
+		}).WithContext(ctx).WithTimeout(20*time.Second).Should(Succeed())
+		own.Release(ctx, b)
+	}, SpecTimeout(2*time.Minute))
+})
+
+// hiddenBindings is a client whose reads never find a ResourceBinding: a cache that has not
+// seen the bindings just created.
+type hiddenBindings struct {
+	client.Client
+}
+
+func (h *hiddenBindings) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*workv1alpha2.ResourceBinding); ok {
+		return apierrors.NewNotFound(schema.GroupResource{Group: workv1alpha2.GroupVersion.Group, Resource: "resourcebindings"}, key.Name)
+	}
+	return h.Client.Get(ctx, key, obj, opts...)
+}
