@@ -161,14 +161,18 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		cond.Message = fmt.Sprintf("Not applied on %d of %d clusters: %v", len(notApplied), len(targets), notApplied)
 	}
 	// The cached binding may not show the last write yet (each Work's event brings the
-	// binding back): what was last written counts, so the same status is not written twice.
+	// binding back, but the event of the aggregator's own write does not): once this process
+	// has written the binding's status, what it last wrote is the status, so the same status
+	// is not written twice, and a status that went back to what the stale copy still shows
+	// is written again (it was not, and a binding stayed not FullyApplied with every Work
+	// applied). Before its first write, the cached status is all there is to go by.
 	memo := bindingMemo(rb, cond, items, clustersReady)
-	last, _ := r.writtenBinding.Load(req.NamespacedName)
-	if last != memo && (!bindings.ConditionCurrent(status.Conditions, cond) || !equality.Semantic.DeepEqual(status.AggregatedStatus, items) ||
-		status.ClustersReady != clustersReady) {
+	stale := !bindings.ConditionCurrent(status.Conditions, cond) || !equality.Semantic.DeepEqual(status.AggregatedStatus, items) ||
+		status.ClustersReady != clustersReady
+	if last, written := r.writtenBinding.Load(req.NamespacedName); (written && last != memo) || (!written && stale) {
 		wasApplied := meta.IsStatusConditionTrue(status.Conditions, wellknown.ConditionFullyApplied)
-		if last.fullyApplied {
-			wasApplied = true
+		if written {
+			wasApplied = last.fullyApplied
 		}
 		if err := bindings.ApplyStatus(ctx, r.Client, rb, AggregateFieldOwner, map[string]any{
 			"conditions":       []metav1.Condition{bindings.Condition(status.Conditions, cond)},

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -23,6 +24,7 @@ import (
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
@@ -453,4 +455,72 @@ var _ = Describe("WorkReconciler on a member cache that cannot sync", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.RequeueAfter).To(BeNumerically(">", 0), "the Work is looked at again")
 	})
+})
+
+var _ = Describe("The binding's status when its cache does not show the aggregator's last write", func() {
+	It("writes a status that went back to what the stale copy shows", func(ctx SpecContext) {
+		// A host of its own, where only r writes binding status, and a client that shows r
+		// the binding as it was before r's last write. Found by a soak: a restarted manager
+		// wrote "Not applied on member2" while member2 was not connected yet, the Work was
+		// applied a moment later, and the binding stayed not FullyApplied, its cache still
+		// showing the status the manager before it had written.
+		own := fleettest.Start(ctx, fleettest.Options{Name: "ws-stale"})
+		own.CreateClusters(ctx, "member1")
+		mgr := own.NewManager()
+		Expect(binding.SetupIndexes(context.Background(), mgr)).To(Succeed())
+		fleettest.StartManager(mgr)
+		pinned := &fleettest.PinnedClient{Client: mgr.GetClient()}
+		r := &workstatus.AggregateReconciler{Client: pinned, Recorder: events.NewFakeRecorder(100),
+			NewBinding: func() client.Object { return &workv1alpha2.ResourceBinding{} }}
+
+		own.TemplateNamespace(ctx, "stale")
+		cm := fleettest.ConfigMap("stale", "cfg", map[string]string{"k": "v"})
+		Expect(own.Host.Create(ctx, cm)).To(Succeed())
+		rb := own.Binding(cm, 0, fleettest.Scheduled("member1", 0)...).(*workv1alpha2.ResourceBinding)
+		Expect(own.Host.Create(ctx, rb)).To(Succeed())
+		w := fleettest.Work("member1", cm)
+		fleettest.BindWork(w, rb)
+		Expect(own.Host.Create(ctx, w)).To(Succeed())
+		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(rb)}
+		// setApplied writes the Work's Applied condition and waits until r's cache shows it.
+		setApplied := func(status metav1.ConditionStatus) {
+			GinkgoHelper()
+			Expect(own.Host.Get(ctx, client.ObjectKeyFromObject(w), w)).To(Succeed())
+			meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: wellknown.WorkConditionApplied, Status: status,
+				Reason: string(status), ObservedGeneration: w.Generation})
+			Expect(own.Host.Status().Update(ctx, w)).To(Succeed())
+			Eventually(func(g Gomega) {
+				cached := &workv1alpha1.Work{}
+				g.Expect(mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(w), cached)).To(Succeed())
+				g.Expect(meta.IsStatusConditionPresentAndEqual(cached.Status.Conditions, wellknown.WorkConditionApplied, status)).To(BeTrue())
+			}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
+		}
+		reconcileTo := func(want metav1.ConditionStatus) {
+			GinkgoHelper()
+			_, err := r.Reconcile(ctx, req)
+			Expect(err).NotTo(HaveOccurred())
+			got := &workv1alpha2.ResourceBinding{}
+			Expect(own.Host.Get(ctx, req.NamespacedName, got)).To(Succeed())
+			c := meta.FindStatusCondition(got.Status.Conditions, wellknown.ConditionFullyApplied)
+			Expect(c).NotTo(BeNil())
+			Expect(c.Status).To(Equal(want), "FullyApplied on the host")
+		}
+
+		setApplied(metav1.ConditionTrue)
+		Eventually(func() error { return mgr.GetClient().Get(ctx, req.NamespacedName, &workv1alpha2.ResourceBinding{}) }).
+			WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
+		reconcileTo(metav1.ConditionTrue)
+
+		By("r's reads of the binding stay at this version, FullyApplied")
+		stale := &workv1alpha2.ResourceBinding{}
+		Expect(own.Host.Get(ctx, req.NamespacedName, stale)).To(Succeed())
+		pinned.Pinned = stale
+
+		By("the Work fails, then is applied again")
+		setApplied(metav1.ConditionFalse)
+		reconcileTo(metav1.ConditionFalse)
+		setApplied(metav1.ConditionTrue)
+		// Before, the stale copy already showed FullyApplied, so nothing was written.
+		reconcileTo(metav1.ConditionTrue)
+	}, SpecTimeout(2*time.Minute))
 })
