@@ -269,11 +269,8 @@ func (r *Reconciler) observe(ctx context.Context, rb client.Object) error {
 	st := currentStatus(status)
 	cond := metav1.Condition{Type: wellknown.ConditionScheduled, Status: metav1.ConditionTrue, Reason: wellknown.ReasonBindingScheduled,
 		Message: fmt.Sprintf("Binding has been scheduled to %s", describe(spec.Clusters)), ObservedGeneration: rb.GetGeneration()}
-	if status.SchedulerObservedGeneration == rb.GetGeneration() && bindings.ConditionCurrent(status.Conditions, cond) {
+	if r.writtenAlready(rb, cond) {
 		return nil
-	}
-	if last, ok := r.observed.Load(client.ObjectKeyFromObject(rb)); ok && last == observedMemo(rb, cond) {
-		return nil // written already; the cache does not show it yet
 	}
 	// Also repairs a status write that failed after spec.clusters was written.
 	st.cond = bindings.Condition(status.Conditions, cond)
@@ -287,6 +284,20 @@ func (r *Reconciler) observe(ctx context.Context, rb client.Object) error {
 	}
 	r.observed.Store(client.ObjectKeyFromObject(rb), observedMemo(rb, cond))
 	return nil
+}
+
+// writtenAlready reports whether the binding's status already says cond for its generation.
+// Once this process has written the binding's Scheduled condition, what it last wrote (the
+// memo) is what the status says: the cached binding may not show that write yet, and the
+// event of a status write does not bring the binding back, so a stale copy that still shows
+// cond (True before a failure, False before a recovery) must not be taken for it. Before the
+// first write, the cached status is all there is to go by.
+func (r *Reconciler) writtenAlready(rb client.Object, cond metav1.Condition) bool {
+	if last, ok := r.observed.Load(client.ObjectKeyFromObject(rb)); ok {
+		return last == observedMemo(rb, cond)
+	}
+	status := bindings.Status(rb)
+	return status.SchedulerObservedGeneration == rb.GetGeneration() && bindings.ConditionCurrent(status.Conditions, cond)
 }
 
 // schedulerStatus is every status field the scheduler owns. Server-side apply removes a
@@ -333,8 +344,7 @@ func (r *Reconciler) failed(ctx context.Context, rb client.Object, reason, msg s
 	status := bindings.Status(rb)
 	cond := metav1.Condition{Type: wellknown.ConditionScheduled, Status: metav1.ConditionFalse,
 		Reason: reason, Message: msg, ObservedGeneration: rb.GetGeneration()}
-	if bindings.ConditionCurrent(status.Conditions, cond) && status.SchedulerObservedGeneration == rb.GetGeneration() {
-		r.observed.Store(client.ObjectKeyFromObject(rb), observedMemo(rb, cond))
+	if r.writtenAlready(rb, cond) {
 		return nil
 	}
 	unschedulable.Inc()

@@ -221,6 +221,55 @@ var _ = Describe("Scheduler reconciler", func() {
 		Expect(replicasOf(rb)).To(Equal(map[string]int32{"phoenix": 1}))
 	})
 
+	It("writes Scheduled back when its cache still shows it as it was before a failure", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		Expect(createCluster(ctx, c, "lazarus", nil)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(c.Delete(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "lazarus"}}))).To(Succeed())
+		})
+		// Another scheduler name: the suite's scheduler leaves this binding to r, whose reads
+		// of the binding are pinned once it is placed, as a cache that does not show r's
+		// status writes would read it.
+		rb := newBinding(ns, "lazarus", 1, weighted("lazarus"))
+		rb.Spec.SchedulerName = "direct"
+		Expect(c.Create(ctx, rb)).To(Succeed())
+		s, err := scheduler.New(scheduler.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		pinned := &fleettest.PinnedClient{Client: c}
+		r := &schedulercontroller.Reconciler{Client: pinned, Recorder: events.NewFakeRecorder(10), Scheduler: s, SchedulerName: "direct",
+			NewBinding: func() client.Object { return &workv1alpha2.ResourceBinding{} }}
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "lazarus"}}
+		scheduled := func() metav1.ConditionStatus {
+			cond := meta.FindStatusCondition(get(ctx, ns, "lazarus").Status.Conditions, wellknown.ConditionScheduled)
+			Expect(cond).NotTo(BeNil())
+			return cond.Status
+		}
+		_, err = r.Reconcile(ctx, req)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(scheduled()).To(Equal(metav1.ConditionTrue))
+		pinned.Pinned = get(ctx, ns, "lazarus")
+
+		By("the cluster going and joining again, with r reading the binding as it was placed")
+		Expect(c.Delete(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "lazarus"}})).To(Succeed())
+		Eventually(fleettest.Gone(ctx, c, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "lazarus"}})).WithContext(ctx).Should(BeTrue())
+		_, err = r.Reconcile(ctx, req)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(scheduled()).To(Equal(metav1.ConditionFalse))
+		Expect(createCluster(ctx, c, "lazarus", nil)).To(Succeed())
+		res, err := r.Reconcile(ctx, req)
+		Expect(err).NotTo(HaveOccurred())
+		// Before, the stale copy showed Scheduled=True already: nothing was written and nothing
+		// would bring the binding back (a status write is not an event the scheduler follows).
+		// Now the write is tried, refused for the stale resourceVersion, and retried.
+		Expect(res.RequeueAfter).To(BeNumerically(">", 0), "the binding is looked at again")
+
+		By("the cache catching up")
+		pinned.Pinned = get(ctx, ns, "lazarus")
+		_, err = r.Reconcile(ctx, req)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(scheduled()).To(Equal(metav1.ConditionTrue))
+	})
+
 	It("places a binding whose last attempt failed as soon as the cluster it wants is untainted", func(ctx context.Context) {
 		for _, n := range []string{"was-here", "wanted"} {
 			Expect(createCluster(ctx, c, n, nil)).To(Succeed())
