@@ -77,6 +77,9 @@ type Reconciler struct {
 	// template deleted right after its binding was made), and a finalizer released on a
 	// cache without them would leave them, and their member objects, with no binding.
 	created memo.Map[string, map[string]createdWork]
+	// overridden remembers, by binding UID, the Overridden condition this controller last
+	// wrote (see setOverridden). Only bindings that had an override fail have one.
+	overridden memo.Map[types.UID, metav1.Condition]
 }
 
 // createdWork is a Work created for one cluster of a binding.
@@ -107,6 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = ctrl.LoggerInto(ctx, log)
 
 	if rb.GetDeletionTimestamp() != nil {
+		r.overridden.Delete(rb.GetUID())
 		return r.finalize(ctx, rb)
 	}
 	if !controllerutil.ContainsFinalizer(rb, wellknown.BindingControllerFinalizer) {
@@ -564,18 +568,33 @@ func (r *Reconciler) setOverridden(ctx context.Context, rb client.Object, render
 		cond.Status, cond.Reason = metav1.ConditionFalse, wellknown.ReasonOverrideFailed
 		cond.Message = truncate(renderErr.Error(), 32*1024)
 	}
-	if bindings.ConditionCurrent(status.Conditions, cond) {
-		return nil
-	}
-	if renderErr == nil && meta.FindStatusCondition(status.Conditions, cond.Type) == nil {
-		return nil // success is the default; the condition is written once something failed
+	// Once this controller has written the condition, what it last wrote is what the status
+	// says: the cached binding may not show that write yet (its event does not bring the
+	// binding back), and a stale copy without the condition would take a fixed override for
+	// one that never failed. Before the first write, the cached status is all there is.
+	if last, written := r.overridden.Load(rb.GetUID()); written {
+		if last.Status == cond.Status && last.Reason == cond.Reason && last.Message == cond.Message &&
+			last.ObservedGeneration == cond.ObservedGeneration {
+			return nil
+		}
+	} else {
+		if bindings.ConditionCurrent(status.Conditions, cond) {
+			return nil
+		}
+		if renderErr == nil && meta.FindStatusCondition(status.Conditions, cond.Type) == nil {
+			return nil // success is the default; the condition is written once something failed
+		}
 	}
 	if renderErr != nil {
 		r.Recorder.Eventf(rb, nil, corev1.EventTypeWarning, wellknown.EventReasonApplyOverrideFailed, "Override", "%s", cond.Message)
 	}
-	return bindings.ApplyStatus(ctx, r.Client, rb, FieldOwner, map[string]any{
+	if err := bindings.ApplyStatus(ctx, r.Client, rb, FieldOwner, map[string]any{
 		"conditions": []metav1.Condition{bindings.Condition(status.Conditions, cond)},
-	})
+	}); err != nil {
+		return err
+	}
+	r.overridden.Store(rb.GetUID(), cond)
+	return nil
 }
 
 func truncate(s string, n int) string {

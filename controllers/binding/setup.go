@@ -69,6 +69,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if cluster {
 		name = "clusterbinding"
 	}
+	// What was last written of a shard another replica held may be out of date.
+	r.Shards.OnLost(func(int) { r.overridden.Clear() })
 	b := ctrl.NewControllerManagedBy(mgr).Named(name).
 		WithOptions(r.Shards.Options(controller.Options{MaxConcurrentReconciles: workers})).
 		For(sample, builder.WithPredicates(predicate.Or[client.Object](
