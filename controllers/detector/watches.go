@@ -305,17 +305,45 @@ func (w *watcher) groupResource(gvk schema.GroupVersionKind) schema.GroupResourc
 	return schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}
 }
 
+// kindInformers returns the kind's watch and, while the opted-in namespaces change, its
+// pending replacement: until the replacement takes over, the templates of newly opted-in
+// namespaces are only in it, and they may be bound already (its initial list enqueued them),
+// so a policy's change must find them there too.
+func (w *watcher) kindInformers(gvk schema.GroupVersionKind) []*informer {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	var out []*informer
+	for _, inf := range []*informer{w.informers[gvk], w.pending[gvk]} {
+		if inf != nil {
+			out = append(out, inf)
+		}
+	}
+	return out
+}
+
+// union returns the keys each informer gives, each key once.
+func union(infs []*informer, keys func(*informer) []Key) []Key {
+	if len(infs) == 1 {
+		return keys(infs[0])
+	}
+	seen := map[Key]bool{}
+	var out []Key
+	for _, inf := range infs {
+		for _, k := range keys(inf) {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
 // list returns the keys of the watched objects of one kind, in a namespace ("": every
 // namespace the watch holds, or cluster-wide), for which match is true (nil: all). A watch that
 // has not synced yet contributes what it holds; its add events enqueue the rest.
 func (w *watcher) list(ctx context.Context, gvk schema.GroupVersionKind, namespace string, match func(*metav1.PartialObjectMetadata) bool) []Key {
-	w.mu.RLock()
-	inf := w.informers[gvk]
-	w.mu.RUnlock()
-	if inf == nil {
-		return nil
-	}
-	out := inf.keys(gvk, namespace, match)
+	out := union(w.kindInformers(gvk), func(inf *informer) []Key { return inf.keys(gvk, namespace, match) })
 	ctrl.LoggerFrom(ctx).V(2).Info("Listed watched templates", "kind", gvk, "namespace", namespace, "count", len(out))
 	return out
 }
@@ -323,31 +351,23 @@ func (w *watcher) list(ctx context.Context, gvk schema.GroupVersionKind, namespa
 // listNamed returns the key of the watched object of one kind with this name, in a namespace
 // ("": every namespace the watch holds, or cluster-wide), if match is true for it.
 func (w *watcher) listNamed(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string, match func(*metav1.PartialObjectMetadata) bool) []Key {
-	w.mu.RLock()
-	inf := w.informers[gvk]
-	w.mu.RUnlock()
+	infs := w.kindInformers(gvk)
 	switch {
-	case inf == nil:
+	case len(infs) == 0:
 		return nil
-	case inf.namespaces != nil && namespace == "":
+	case infs[0].namespaces != nil && namespace == "":
 		// A namespaced kind, any namespace (a ClusterPropagationPolicy's selector by name).
 		return w.list(ctx, gvk, namespace, match)
-	case inf.namespaces == nil && namespace != "":
+	case infs[0].namespaces == nil && namespace != "":
 		return nil // a cluster-scoped kind has nothing in a namespace
 	}
-	return inf.named(gvk, namespace, name, match)
+	return union(infs, func(inf *informer) []Key { return inf.named(gvk, namespace, name, match) })
 }
 
 // listClaimed returns the keys of the watched objects of one kind, in a namespace ("": all),
 // that the policy with this claim label value claims.
 func (w *watcher) listClaimed(gvk schema.GroupVersionKind, namespace, label, id string) []Key {
-	w.mu.RLock()
-	inf := w.informers[gvk]
-	w.mu.RUnlock()
-	if inf == nil {
-		return nil
-	}
-	return inf.claimed(gvk, namespace, label, id)
+	return union(w.kindInformers(gvk), func(inf *informer) []Key { return inf.claimed(gvk, namespace, label, id) })
 }
 
 // templateClient is the detector's client: reads of template metadata
