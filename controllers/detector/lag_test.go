@@ -2,7 +2,7 @@ package detector_test
 
 import (
 	"context"
-		"time"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -47,12 +47,12 @@ var _ = Describe("Releasing a template whose new binding the cache does not show
 		Eventually(func(g Gomega) {
 			g.Expect(own.Host.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
 			g.Expect(b.DeletionTimestamp).NotTo(BeNil(), "the binding is deleted")
-		}).WithContext(ctx).WithTimeout(20*time.Second).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(20 * time.Second).Should(Succeed())
 		Expect(ptr.Deref(b.Spec.PreserveResourcesOnDeletion, false)).To(BeTrue(), "an unclaimed template's member objects are kept")
 		Eventually(func(g Gomega) {
 			own.Get(ctx, g, cm)
 			g.Expect(cm.Labels).NotTo(HaveKey(wellknown.PropagationPolicyPermanentIDLabel))
-		}).WithContext(ctx).WithTimeout(20*time.Second).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(20 * time.Second).Should(Succeed())
 		own.Release(ctx, b)
 	}, SpecTimeout(2*time.Minute))
 })
