@@ -6,6 +6,7 @@ package workstatus
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +33,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/memo"
 	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
@@ -48,6 +51,33 @@ type WorkReconciler struct {
 	Interpreter StatusInterpreter
 
 	requeue chan event.GenericEvent
+	// written is, by Work, the manifest statuses this controller last wrote (their digest,
+	// with the Work's UID): see reflected.
+	written memo.Map[types.NamespacedName, reflectedStatus]
+}
+
+// reflectedStatus sums up the manifest statuses written to one Work.
+type reflectedStatus struct {
+	uid    types.UID
+	digest [sha256.Size]byte
+}
+
+func reflectedMemo(work *workv1alpha1.Work, statuses []workv1alpha1.ManifestStatus) reflectedStatus {
+	data, _ := json.Marshal(statuses)
+	return reflectedStatus{uid: work.UID, digest: sha256.Sum256(data)}
+}
+
+// reflected reports whether the Work's status already holds these manifest statuses. Once
+// this controller has written them, what it last wrote is what the status holds: the cached
+// Work may not show that write yet (its event does not bring the Work back here), and a
+// member object that went back to its earlier status would otherwise find the stale copy
+// already right and leave the newer write in place. Before the first write, the cached
+// status is all there is to go by.
+func (r *WorkReconciler) reflected(work *workv1alpha1.Work, statuses []workv1alpha1.ManifestStatus) bool {
+	if last, ok := r.written.Load(client.ObjectKeyFromObject(work)); ok && last.uid == work.UID {
+		return last == reflectedMemo(work, statuses)
+	}
+	return manifestStatusesEqual(work.Status.ManifestStatuses, statuses)
 }
 
 // RequeueKind reflects again the Works that carry a kind: its customization changed, so its
@@ -89,9 +119,13 @@ func (r *WorkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	work := &workv1alpha1.Work{}
 	if err := r.Client.Get(ctx, req.NamespacedName, work); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if work.DeletionTimestamp != nil {
+		r.written.Delete(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if c := meta.FindStatusCondition(work.Status.Conditions, wellknown.WorkConditionApplied); c == nil ||
@@ -131,7 +165,7 @@ func (r *WorkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		objs[i] = cur
 	}
 	statuses := execution.ManifestStatuses(m.Mapper, r.Interpreter, objs)
-	if manifestStatusesEqual(work.Status.ManifestStatuses, statuses) {
+	if r.reflected(work, statuses) {
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, r.apply(ctx, work, statuses)
@@ -163,15 +197,25 @@ func rawEqual(a, b *runtime.RawExtension) bool {
 // apply writes status.manifestStatuses. This controller is their only writer once they
 // exist (the execution controller writes the first ones), so a merge patch of that field
 // overwrites no one.
+// The patch always carries them: it is computed against a copy without them, not against the
+// cached Work, which may show them as they were before the last write (a patch against it
+// could be empty, and the host would keep that write's value).
 func (r *WorkReconciler) apply(ctx context.Context, work *workv1alpha1.Work, statuses []workv1alpha1.ManifestStatus) error {
 	before := work.DeepCopy()
+	before.Status.ManifestStatuses = nil
 	work.Status.ManifestStatuses = statuses
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, work, client.MergeFrom(before)))
+	if err := r.Client.Status().Patch(ctx, work, client.MergeFrom(before)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.written.Store(client.ObjectKeyFromObject(work), reflectedMemo(work, statuses))
+	return nil
 }
 
 // SetupWithManager registers the controller.
 func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	r.requeue = make(chan event.GenericEvent, 1024)
+	// What was last written of a shard another replica held may be out of date.
+	r.Shards.OnLost(func(int) { r.written.Clear() })
 	b := ctrl.NewControllerManagedBy(mgr).Named("workstatus").
 		WithOptions(r.Shards.Options(controller.Options{MaxConcurrentReconciles: workers})).
 		For(&workv1alpha1.Work{}, builder.WithPredicates(appliedChanged())).

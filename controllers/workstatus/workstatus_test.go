@@ -524,3 +524,62 @@ var _ = Describe("The binding's status when its cache does not show the aggregat
 		reconcileTo(metav1.ConditionTrue)
 	}, SpecTimeout(2*time.Minute))
 })
+
+var _ = Describe("A Work's manifest statuses when its cache does not show the last write", func() {
+	It("writes a member status that went back to what the stale copy shows", func(ctx SpecContext) {
+		// A host and member of their own, where no other work-status controller runs, and a
+		// client that shows r the Work as it was before r's writes: a member object whose
+		// status changes and changes back within a cache's lag.
+		own := fleettest.Start(ctx, fleettest.Options{Name: "ws-reflect", Members: 1})
+		mgr := own.NewManager()
+		ownMembers := own.SetupClusterAndExecution(mgr)
+		fleettest.StartManager(mgr)
+		own.JoinAndWait(ctx)
+		pinned := &fleettest.PinnedClient{Client: mgr.GetClient()}
+		r := &workstatus.WorkReconciler{Client: pinned, Members: ownMembers, Interpreter: interpreter.Interpreter{}}
+
+		ns := "reflect"
+		own.TemplateNamespace(ctx, ns)
+		web := fleettest.Deployment(ns, "web", 2)
+		w := fleettest.Work("member1", web)
+		Expect(own.Host.Create(ctx, w)).To(Succeed())
+		own.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}
+		setReady := func(ready int32) {
+			GinkgoHelper()
+			c := own.Members["member1"]
+			cur := &appsv1.Deployment{}
+			Expect(c.Get(ctx, client.ObjectKeyFromObject(web), cur)).To(Succeed())
+			cur.Status = appsv1.DeploymentStatus{ObservedGeneration: cur.Generation, Replicas: 2, UpdatedReplicas: 2,
+				ReadyReplicas: ready, AvailableReplicas: ready, UnavailableReplicas: 2 - ready}
+			Expect(c.Status().Update(ctx, cur)).To(Succeed())
+		}
+		reflects := func(ready int32) {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				_, err := r.Reconcile(ctx, req)
+				g.Expect(err).NotTo(HaveOccurred())
+				got := &workv1alpha1.Work{}
+				g.Expect(own.Host.Get(ctx, req.NamespacedName, got)).To(Succeed())
+				g.Expect(got.Status.ManifestStatuses).To(HaveLen(1))
+				g.Expect(got.Status.ManifestStatuses[0].Status).NotTo(BeNil())
+				g.Expect(statusField(g, got.Status.ManifestStatuses[0].Status.Raw, "readyReplicas")).To(BeNumerically("==", ready))
+			}).WithContext(ctx).WithTimeout(15 * time.Second).Should(Succeed())
+		}
+
+		setReady(1)
+		reflects(1)
+		By("r's reads of the Work stay at this version, one ready replica")
+		stale := &workv1alpha1.Work{}
+		Expect(own.Host.Get(ctx, req.NamespacedName, stale)).To(Succeed())
+		pinned.Pinned = stale
+
+		By("the member's status changing, and changing back")
+		setReady(2)
+		reflects(2)
+		setReady(1)
+		// Before, the stale copy already showed one ready replica, so nothing was written and
+		// the Work kept saying two.
+		reflects(1)
+	}, SpecTimeout(3*time.Minute))
+})
