@@ -104,11 +104,7 @@ var _ = Describe("Finalizing a binding whose new Works its cache does not show y
 	It("waits for them and deletes them, rather than leaving them without a binding", func(ctx SpecContext) {
 		// A host of its own, where nothing but r reconciles, with a cache whose Works the
 		// spec hides: a template deleted right after its binding wrote Works.
-		own := fleettest.Start(ctx, fleettest.Options{Name: "binding-lag"})
-		own.CreateClusters(ctx, "member1")
-		mgr := own.NewManager()
-		Expect(binding.SetupIndexes(context.Background(), mgr)).To(Succeed())
-		fleettest.StartManager(mgr)
+		own, mgr := fleettest.Isolated(ctx, "binding-lag", "member1")
 		lagging := &laggingWorks{Client: mgr.GetClient()}
 		r := &binding.Reconciler{Client: lagging, APIReader: mgr.GetAPIReader(), Recorder: events.NewFakeRecorder(100),
 			Interpreter: interpreter.Interpreter{}, NewBinding: func() client.Object { return &workv1alpha2.ResourceBinding{} }}

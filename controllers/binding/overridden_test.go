@@ -26,11 +26,7 @@ var _ = Describe("The Overridden condition when the cache does not show its last
 		// binding as it was before r wrote Overridden=False: a policy fixed a moment after
 		// it failed. Success is not written for a binding that never failed, and a stale copy
 		// looked like one, so the binding stayed Overridden=False.
-		own := fleettest.Start(ctx, fleettest.Options{Name: "binding-overridden"})
-		own.CreateClusters(ctx, "member1")
-		mgr := own.NewManager()
-		Expect(binding.SetupIndexes(ctx, mgr)).To(Succeed())
-		fleettest.StartManager(mgr)
+		own, mgr := fleettest.Isolated(ctx, "binding-overridden", "member1")
 		pinned := &fleettest.PinnedClient{Client: mgr.GetClient()}
 		r := &binding.Reconciler{Client: pinned, APIReader: mgr.GetAPIReader(), Recorder: events.NewFakeRecorder(100),
 			Interpreter: interpreter.Interpreter{}, NewBinding: func() client.Object { return &workv1alpha2.ResourceBinding{} }}

@@ -24,7 +24,6 @@ import (
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
-	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
@@ -464,11 +463,7 @@ var _ = Describe("The binding's status when its cache does not show the aggregat
 		// wrote "Not applied on member2" while member2 was not connected yet, the Work was
 		// applied a moment later, and the binding stayed not FullyApplied, its cache still
 		// showing the status the manager before it had written.
-		own := fleettest.Start(ctx, fleettest.Options{Name: "ws-stale"})
-		own.CreateClusters(ctx, "member1")
-		mgr := own.NewManager()
-		Expect(binding.SetupIndexes(context.Background(), mgr)).To(Succeed())
-		fleettest.StartManager(mgr)
+		own, mgr := fleettest.Isolated(ctx, "ws-stale", "member1")
 		pinned := &fleettest.PinnedClient{Client: mgr.GetClient()}
 		r := &workstatus.AggregateReconciler{Client: pinned, Recorder: events.NewFakeRecorder(100),
 			NewBinding: func() client.Object { return &workv1alpha2.ResourceBinding{} }}

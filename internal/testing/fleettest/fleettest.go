@@ -38,6 +38,7 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers"
+	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/cluster"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/internal/eventnote"
@@ -186,6 +187,12 @@ func RunSuite(t *testing.T, description, starts string) {
 		t.Skip("starts " + starts)
 	}
 	RegisterFailHandler(Fail)
+	// An Eventually given the spec's context and no timeout of its own waits at most this
+	// long (a suite may set another default in its BeforeSuite): without it, a failing one
+	// waited for the spec's context, which has no deadline without a SpecTimeout, and the
+	// run ended at go test's timeout with a goroutine dump instead of the assertion.
+	EnforceDefaultTimeoutsWhenUsingContexts()
+	SetDefaultEventuallyTimeout(2 * time.Minute)
 	RunSpecs(t, description)
 }
 
@@ -196,6 +203,22 @@ func BindingKinds() []func() client.Object {
 		func() client.Object { return &workv1alpha2.ResourceBinding{} },
 		func() client.Object { return &workv1alpha2.ClusterResourceBinding{} },
 	}
+}
+
+// Isolated starts a host of its own with the named Clusters (and their execution
+// namespaces; no member clusters) and a started manager that holds the binding controller's
+// indexes and no controller: for a spec that drives one reconciler by hand, with a client
+// that shows it a stale cache, while nothing else writes what it writes.
+func Isolated(ctx context.Context, name string, clusters ...string) (*Env, ctrl.Manager) {
+	GinkgoHelper()
+	e := Start(ctx, Options{Name: name})
+	if len(clusters) > 0 {
+		e.CreateClusters(ctx, clusters...)
+	}
+	mgr := e.NewManager()
+	Expect(binding.SetupIndexes(context.Background(), mgr)).To(Succeed())
+	StartManager(mgr)
+	return e, mgr
 }
 
 // StartManager runs mgr until the end of the calling node.
