@@ -60,7 +60,9 @@ func TestClusterController(t *testing.T) {
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	SetDefaultEventuallyTimeout(30 * time.Second)
+	// As fleettest.RunSuite: a failing wait with the spec's context reports its assertion.
+	EnforceDefaultTimeoutsWhenUsingContexts()
+	SetDefaultEventuallyTimeout(2 * time.Minute)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 
 	var err error

@@ -61,7 +61,9 @@ func TestScheduler(t *testing.T) {
 		t.Skip("starts a kube-apiserver")
 	}
 	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(30 * time.Second)
+	// As fleettest.RunSuite: a failing wait with the spec's context reports its assertion.
+	EnforceDefaultTimeoutsWhenUsingContexts()
+	SetDefaultEventuallyTimeout(2 * time.Minute)
 	RunSpecs(t, "Scheduler reconciler suite")
 }
 
