@@ -6,7 +6,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,11 +56,7 @@ var _ = Describe("The Overridden condition when the cache does not show its last
 		}
 		overriddenIs := func(want metav1.ConditionStatus) {
 			GinkgoHelper()
-			_, err := r.Reconcile(ctx, req)
-			Expect(err).NotTo(HaveOccurred())
-			got := &workv1alpha2.ResourceBinding{}
-			Expect(own.Host.Get(ctx, req.NamespacedName, got)).To(Succeed())
-			c := meta.FindStatusCondition(got.Status.Conditions, wellknown.ConditionOverridden)
+			c := own.ReconcileBinding(ctx, r, req, wellknown.ConditionOverridden)
 			Expect(c).NotTo(BeNil())
 			Expect(c.Status).To(Equal(want), "Overridden on the host")
 		}

@@ -492,11 +492,7 @@ var _ = Describe("The binding's status when its cache does not show the aggregat
 		}
 		reconcileTo := func(want metav1.ConditionStatus) {
 			GinkgoHelper()
-			_, err := r.Reconcile(ctx, req)
-			Expect(err).NotTo(HaveOccurred())
-			got := &workv1alpha2.ResourceBinding{}
-			Expect(own.Host.Get(ctx, req.NamespacedName, got)).To(Succeed())
-			c := meta.FindStatusCondition(got.Status.Conditions, wellknown.ConditionFullyApplied)
+			c := own.ReconcileBinding(ctx, r, req, wellknown.ConditionFullyApplied)
 			Expect(c).NotTo(BeNil())
 			Expect(c.Status).To(Equal(want), "FullyApplied on the host")
 		}

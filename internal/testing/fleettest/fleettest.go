@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
@@ -219,6 +220,18 @@ func Isolated(ctx context.Context, name string, clusters ...string) (*Env, ctrl.
 	Expect(binding.SetupIndexes(context.Background(), mgr)).To(Succeed())
 	StartManager(mgr)
 	return e, mgr
+}
+
+// ReconcileBinding runs r once for req, a ResourceBinding's key, and returns the binding's
+// condition of type condType as the host has it afterwards (nil when it has none): what a
+// spec that drives one reconciler by hand checks after each step.
+func (e *Env) ReconcileBinding(ctx context.Context, r reconcile.Reconciler, req reconcile.Request, condType string) *metav1.Condition {
+	GinkgoHelper()
+	_, err := r.Reconcile(ctx, req)
+	Expect(err).NotTo(HaveOccurred())
+	got := &workv1alpha2.ResourceBinding{}
+	Expect(e.Host.Get(ctx, req.NamespacedName, got)).To(Succeed())
+	return meta.FindStatusCondition(got.Status.Conditions, condType)
 }
 
 // StartManager runs mgr until the end of the calling node.
