@@ -66,13 +66,15 @@ func viewOf(o client.Object) *objView {
 type snapshot struct {
 	namespaces map[string]map[string]string // soak namespace → labels
 	templates  map[tkey]*objView
-	policies   map[string]*policyv1alpha1.PropagationPolicy // ns/name
-	overrides  map[string]*policyv1alpha1.OverridePolicy    // ns/name
-	bindings   map[string]*workv1alpha2.ResourceBinding     // ns/name
-	works      []*workv1alpha1.Work
-	clusters   map[string]*clusterv1alpha1.Cluster
-	members    map[string]map[tkey]*objView // cluster → managed objects
-	memberErr  map[string]error
+	// policies and overrides hold the PropagationPolicies and ClusterPropagationPolicies,
+	// and the OverridePolicies and ClusterOverridePolicies, by ns/name (/name: cluster).
+	policies  map[string]client.Object
+	overrides map[string]client.Object
+	bindings  map[string]*workv1alpha2.ResourceBinding // ns/name
+	works     []*workv1alpha1.Work
+	clusters  map[string]*clusterv1alpha1.Cluster
+	members   map[string]map[tkey]*objView // cluster → managed objects
+	memberErr map[string]error
 }
 
 // listKinds lists Deployments, ConfigMaps and Services with opts.
@@ -102,13 +104,17 @@ func listKinds(ctx context.Context, c client.Client, opts ...client.ListOption) 
 	return out, nil
 }
 
+func newSnapshot() *snapshot {
+	return &snapshot{namespaces: map[string]map[string]string{}, templates: map[tkey]*objView{},
+		policies: map[string]client.Object{}, overrides: map[string]client.Object{},
+		bindings: map[string]*workv1alpha2.ResourceBinding{}, clusters: map[string]*clusterv1alpha1.Cluster{},
+		members: map[string]map[tkey]*objView{}, memberErr: map[string]error{}}
+}
+
 // take reads everything the checker needs. Host errors are returned; member errors are
 // recorded per member.
 func take(ctx context.Context, host client.Client, members map[string]client.Client, namespaces []string) (*snapshot, error) {
-	s := &snapshot{namespaces: map[string]map[string]string{}, templates: map[tkey]*objView{},
-		policies: map[string]*policyv1alpha1.PropagationPolicy{}, overrides: map[string]*policyv1alpha1.OverridePolicy{},
-		bindings: map[string]*workv1alpha2.ResourceBinding{}, clusters: map[string]*clusterv1alpha1.Cluster{},
-		members: map[string]map[tkey]*objView{}, memberErr: map[string]error{}}
+	s := newSnapshot()
 	for _, ns := range namespaces {
 		n := &corev1.Namespace{}
 		if err := host.Get(ctx, client.ObjectKey{Name: ns}, n); err != nil {
@@ -140,6 +146,20 @@ func take(ctx context.Context, host client.Client, members map[string]client.Cli
 		for i := range ops.Items {
 			s.overrides[ns+"/"+ops.Items[i].Name] = &ops.Items[i]
 		}
+	}
+	cpps := &policyv1alpha1.ClusterPropagationPolicyList{}
+	if err := host.List(ctx, cpps); err != nil {
+		return nil, err
+	}
+	for i := range cpps.Items {
+		s.policies["/"+cpps.Items[i].Name] = &cpps.Items[i]
+	}
+	cops := &policyv1alpha1.ClusterOverridePolicyList{}
+	if err := host.List(ctx, cops); err != nil {
+		return nil, err
+	}
+	for i := range cops.Items {
+		s.overrides["/"+cops.Items[i].Name] = &cops.Items[i]
 	}
 	rbs := &workv1alpha2.ResourceBindingList{}
 	if err := host.List(ctx, rbs); err != nil {
@@ -240,11 +260,41 @@ func fmtMap(m map[string]string) string {
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 
-func policyID(pp *policyv1alpha1.PropagationPolicy) string {
-	if id := pp.Labels[wellknown.PropagationPolicyPermanentIDLabel]; id != "" {
+// claimLabel is the label that carries the permanent id of the claiming policy, on templates
+// and bindings: one for each kind of policy.
+func claimLabel(p *policy) string {
+	if p.cluster {
+		return wellknown.ClusterPropagationPolicyPermanentIDLabel
+	}
+	return wellknown.PropagationPolicyPermanentIDLabel
+}
+
+// otherClaimLabel is the claim label of the other kind of policy, which a claimed template
+// or binding must not carry.
+func otherClaimLabel(p *policy) string {
+	if p.cluster {
+		return wellknown.PropagationPolicyPermanentIDLabel
+	}
+	return wellknown.ClusterPropagationPolicyPermanentIDLabel
+}
+
+// policyID is the permanent id of the policy as the host has it.
+func policyID(p *policy, obj client.Object) string {
+	if id := obj.GetLabels()[claimLabel(p)]; id != "" {
 		return id
 	}
-	return string(pp.UID)
+	return string(obj.GetUID())
+}
+
+// claimOf describes the claim labels of a template or binding: "" when it has none.
+func claimOf(labels map[string]string) string {
+	var parts []string
+	for _, l := range []string{wellknown.PropagationPolicyPermanentIDLabel, wellknown.ClusterPropagationPolicyPermanentIDLabel} {
+		if v, ok := labels[l]; ok {
+			parts = append(parts, l+"="+v)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func describeClusters(tcs []workv1alpha2.TargetCluster) string {
@@ -293,36 +343,16 @@ func check(m *model, s *snapshot) *result {
 			r.add(nil, "harness: namespace %s opted in = %v, the soak expects %v", n.name, got, n.labelled)
 		}
 	}
-	wantPolicies := map[string]*policy{}
+	wantPolicies := map[string]fmt.Stringer{}
 	for _, p := range m.policies {
 		wantPolicies[p.ns+"/"+p.name()] = p
 	}
-	for key, pp := range s.policies {
-		switch {
-		case pp.DeletionTimestamp != nil:
-			r.add(nil, "PropagationPolicy %s is stuck being deleted, finalizers %v", key, pp.Finalizers)
-		case wantPolicies[key] == nil:
-			r.add(nil, "harness: PropagationPolicy %s exists but the soak deleted it", key)
-		}
+	checkWritten(r, "PropagationPolicy", wantPolicies, s.policies)
+	wantOverrides := map[string]fmt.Stringer{}
+	for key, o := range m.overrides {
+		wantOverrides[key] = o
 	}
-	for key := range wantPolicies {
-		if s.policies[key] == nil {
-			r.add(nil, "harness: PropagationPolicy %s is missing", key)
-		}
-	}
-	for key, op := range s.overrides {
-		switch {
-		case op.DeletionTimestamp != nil:
-			r.add(nil, "OverridePolicy %s is stuck being deleted, finalizers %v", key, op.Finalizers)
-		case m.overrides[key] == nil:
-			r.add(nil, "harness: OverridePolicy %s exists but the soak deleted it", key)
-		}
-	}
-	for key := range m.overrides {
-		if s.overrides[key] == nil {
-			r.add(nil, "harness: OverridePolicy %s is missing", key)
-		}
-	}
+	checkWritten(r, "OverridePolicy", wantOverrides, s.overrides)
 
 	// Templates on the host.
 	for k, v := range s.templates {
@@ -352,10 +382,9 @@ func check(m *model, s *snapshot) *result {
 		}
 		rbKey := k.NS + "/" + k.bindingName()
 		rb := s.bindings[rbKey]
-		claim := host.labels[wellknown.PropagationPolicyPermanentIDLabel]
 		if !m.bound(t) {
-			if claim != "" {
-				r.add(&k, "template is still claimed (%s=%s) although %s", wellknown.PropagationPolicyPermanentIDLabel, claim, whyUnbound(m, t))
+			if claim := claimOf(host.labels); claim != "" {
+				r.add(&k, "template is still claimed (%s) although %s", claim, whyUnbound(m, t))
 			}
 			if rb != nil {
 				if rb.DeletionTimestamp != nil {
@@ -373,8 +402,12 @@ func check(m *model, s *snapshot) *result {
 		if pp == nil {
 			continue // reported above
 		}
-		if claim != policyID(pp) {
-			r.add(&k, "template claim label %s=%q, want %q (%s)", wellknown.PropagationPolicyPermanentIDLabel, claim, policyID(pp), p)
+		id := policyID(p, pp)
+		if claim, ok := host.labels[claimLabel(p)]; claim != id {
+			r.add(&k, "template claim label %s=%q (present %v), want %q (%s)", claimLabel(p), claim, ok, id, p)
+		}
+		if other, ok := host.labels[otherClaimLabel(p)]; ok {
+			r.add(&k, "template still carries %s=%q although %s claims it", otherClaimLabel(p), other, p)
 		}
 		if rb == nil {
 			r.add(&k, "no ResourceBinding %s (policy %s targets %v)", rbKey, p.name(), p.clusters)
@@ -385,7 +418,7 @@ func check(m *model, s *snapshot) *result {
 			continue
 		}
 		bindingOf[k] = rb
-		checkBinding(r, k, t, p, pp, host, rb)
+		checkBinding(r, k, t, p, id, host, rb)
 		tset := set{}
 		for _, tc := range rb.Spec.Clusters {
 			tset[tc.Name] = true
@@ -470,6 +503,29 @@ func mapsEqual(a, b map[string]string) bool {
 	return true
 }
 
+// checkWritten compares the policies (or overrides) on the host with those the soak wrote,
+// both by ns/name (/name: cluster-scoped). kind names the namespaced kind.
+func checkWritten(r *result, kind string, want map[string]fmt.Stringer, got map[string]client.Object) {
+	for _, key := range slices.Sorted(maps.Keys(got)) {
+		o := got[key]
+		name := kind + " " + key
+		if n, ok := strings.CutPrefix(key, "/"); ok {
+			name = "Cluster" + kind + " " + n
+		}
+		switch {
+		case o.GetDeletionTimestamp() != nil:
+			r.add(nil, "%s is stuck being deleted, finalizers %v", name, o.GetFinalizers())
+		case want[key] == nil:
+			r.add(nil, "harness: %s exists but the soak deleted it", name)
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(want)) {
+		if got[key] == nil {
+			r.add(nil, "harness: %s is missing", want[key])
+		}
+	}
+}
+
 func whyUnbound(m *model, t *template) string {
 	if !m.ns(t.key.NS).labelled {
 		return "namespace " + t.key.NS + " is opted out"
@@ -479,7 +535,7 @@ func whyUnbound(m *model, t *template) string {
 
 func placementOf(m *model, t *template, rb *workv1alpha2.ResourceBinding) string {
 	p := m.policyOf(t)
-	s := fmt.Sprintf("policy %s targets %v", p.name(), p.clusters)
+	s := fmt.Sprintf("%s targets %v", p, p.clusters)
 	if rb != nil {
 		s += ", binding clusters " + describeClusters(rb.Spec.Clusters)
 	}
@@ -508,13 +564,16 @@ func keyOfBindingName(m *model, ns, name string) *tkey {
 
 // checkBinding checks a bound template's ResourceBinding against its policy (invariant 2
 // included).
-func checkBinding(r *result, k tkey, t *template, p *policy, pp *policyv1alpha1.PropagationPolicy, host *objView, rb *workv1alpha2.ResourceBinding) {
+func checkBinding(r *result, k tkey, t *template, p *policy, policyID string, host *objView, rb *workv1alpha2.ResourceBinding) {
 	name := "ResourceBinding " + rb.Namespace + "/" + rb.Name
 	if string(rb.Spec.Resource.UID) != host.uid {
 		r.add(&k, "%s points at template UID %s, the template is %s", name, rb.Spec.Resource.UID, host.uid)
 	}
-	if id := rb.Labels[wellknown.PropagationPolicyPermanentIDLabel]; id != policyID(pp) {
-		r.add(&k, "%s is labelled for policy %q, want %s (%q)", name, id, p, policyID(pp))
+	if id := rb.Labels[claimLabel(p)]; id != policyID {
+		r.add(&k, "%s is labelled for policy %q (%s), want %s (%q)", name, id, claimOf(rb.Labels), p, policyID)
+	}
+	if other, ok := rb.Labels[otherClaimLabel(p)]; ok {
+		r.add(&k, "%s still carries %s=%q although %s claims it", name, otherClaimLabel(p), other, p)
 	}
 	var names []string
 	var mode string

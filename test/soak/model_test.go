@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// The model is what the soak itself created: its namespaces, templates, PropagationPolicies
-// and OverridePolicies, as last written. From it the checker derives what every member must
+// The model is what the soak itself created: its namespaces, templates, PropagationPolicies,
+// ClusterPropagationPolicies, OverridePolicies and ClusterOverridePolicies, as last written. From it the checker derives what every member must
 // hold. It does not reimplement the scheduler: where to put Divided replicas is read from
 // each binding's spec.clusters, and only checked against the policy (a subset of its
 // clusterNames, replicas adding up).
@@ -124,31 +124,68 @@ const (
 )
 
 // policy is a PropagationPolicy named pp-<group> that selects, by label, the Deployments,
-// ConfigMaps and Services of its group in its namespace.
+// ConfigMaps and Services of its group in its namespace, or (cluster) a
+// ClusterPropagationPolicy named cpp-<group> that selects them in every namespace.
+//
+// A template of a group with both is the PropagationPolicy's: the soak's PropagationPolicies
+// have preemption Always, so they take a template from the ClusterPropagationPolicy whatever
+// happened first, and which policy claims a template never depends on timing. When the
+// PropagationPolicy goes, the template falls back to the ClusterPropagationPolicy.
 type policy struct {
-	ns, group string
+	cluster   bool
+	ns, group string   // ns is empty for a ClusterPropagationPolicy
 	clusters  []string // sorted, non-empty
 	mode      string
 }
 
-func (p *policy) name() string   { return "pp-" + p.group }
-func (p *policy) divided() bool  { return p.mode == modeDivided }
-func (p *policy) targets() set   { return setOf(p.clusters...) }
-func (p *policy) String() string { return fmt.Sprintf("PropagationPolicy %s/%s", p.ns, p.name()) }
+func (p *policy) name() string {
+	if p.cluster {
+		return "cpp-" + p.group
+	}
+	return "pp-" + p.group
+}
+func (p *policy) divided() bool { return p.mode == modeDivided }
+func (p *policy) targets() set  { return setOf(p.clusters...) }
+func (p *policy) String() string {
+	if p.cluster {
+		return "ClusterPropagationPolicy " + p.name()
+	}
+	return fmt.Sprintf("PropagationPolicy %s/%s", p.ns, p.name())
+}
 
-// override is an OverridePolicy: either a labels overrider adding
-// soak.flotilla.io/ov-<name>=<cluster> on each of its clusters, or an image overrider
-// replacing the Deployments' tag with <tag>-<cluster>.
+// key is the policy's key in model.policies (and lastTargets): ns/group, /group for a
+// ClusterPropagationPolicy.
+func (p *policy) key() string { return groupKey(p.ns, p.group) }
+
+// covers reports whether the policy selects the template (whether or not it claims it).
+func (p *policy) covers(t *template) bool {
+	return t.group == p.group && (p.cluster || t.key.NS == p.ns)
+}
+
+// override is an OverridePolicy, or (cluster) a ClusterOverridePolicy that selects in every
+// namespace: either a labels overrider adding soak.flotilla.io/ov-<name>=<cluster> on each of
+// its clusters, or an image overrider replacing the Deployments' tag with <tag>-<cluster>.
 type override struct {
-	ns, name string
+	cluster  bool
+	ns, name string // ns is empty for a ClusterOverridePolicy
 	image    bool
 	group    string   // "" selects every template (labels) or every Deployment (image)
 	clusters []string // sorted, non-empty: one rule per cluster
 	tag      string
 }
 
+// key is the override's key in model.overrides: ns/name, /name for a ClusterOverridePolicy.
+func (o *override) key() string { return o.ns + "/" + o.name }
+
+func (o *override) String() string {
+	if o.cluster {
+		return "ClusterOverridePolicy " + o.name
+	}
+	return "OverridePolicy " + o.ns + "/" + o.name
+}
+
 func (o *override) selects(t *template) bool {
-	if o.ns != t.key.NS || (o.image && t.key.Kind != kindDeployment) {
+	if (!o.cluster && o.ns != t.key.NS) || (o.image && t.key.Kind != kindDeployment) {
 		return false
 	}
 	return o.group == "" || o.group == t.group
@@ -167,11 +204,11 @@ type model struct {
 	templates  map[tkey]*template
 	// graveyard holds deleted templates: the clusters where their objects may stay.
 	graveyard map[tkey]set
-	policies  map[string]*policy // ns/group
-	// lastTargets holds, per ns/group, the clusters of the newest policy, kept after it is
+	policies  map[string]*policy // policy.key(): ns/group, or /group
+	// lastTargets holds, per policy key, the clusters of the newest policy, kept after it is
 	// deleted: a manager that has not seen the deletion yet may still use it.
 	lastTargets map[string][]string
-	overrides   map[string]*override // ns/name
+	overrides   map[string]*override // override.key(): ns/name, or /name
 	seq         int
 }
 
@@ -197,7 +234,20 @@ func (m *model) ns(name string) *namespace {
 
 func groupKey(ns, group string) string { return ns + "/" + group }
 
-func (m *model) policyOf(t *template) *policy { return m.policies[groupKey(t.key.NS, t.group)] }
+// policyOf is the policy that claims the template: its namespace's PropagationPolicy for its
+// group, else the group's ClusterPropagationPolicy, else nil.
+func (m *model) policyOf(t *template) *policy {
+	if p := m.policies[groupKey(t.key.NS, t.group)]; p != nil {
+		return p
+	}
+	return m.policies[groupKey("", t.group)]
+}
+
+// lastTargetsOf are the clusters the newest policies of the template's group targeted: its
+// namespace's PropagationPolicy and the ClusterPropagationPolicy.
+func (m *model) lastTargetsOf(ns, group string) []string {
+	return append(slices.Clone(m.lastTargets[groupKey(ns, group)]), m.lastTargets[groupKey("", group)]...)
+}
 
 // bound reports whether the template should be bound: its namespace is opted in and a
 // policy selects it.
@@ -214,13 +264,13 @@ func (m *model) sortedTemplates() []*template {
 
 func (m *model) sortedPolicies() []*policy {
 	out := slices.Collect(maps.Values(m.policies))
-	slices.SortFunc(out, func(a, b *policy) int { return strings.Compare(groupKey(a.ns, a.group), groupKey(b.ns, b.group)) })
+	slices.SortFunc(out, func(a, b *policy) int { return strings.Compare(a.key(), b.key()) })
 	return out
 }
 
 func (m *model) sortedOverrides() []*override {
 	out := slices.Collect(maps.Values(m.overrides))
-	slices.SortFunc(out, func(a, b *override) int { return strings.Compare(a.ns+"/"+a.name, b.ns+"/"+b.name) })
+	slices.SortFunc(out, func(a, b *override) int { return strings.Compare(a.key(), b.key()) })
 	return out
 }
 
@@ -249,22 +299,24 @@ func (m *model) expectedLabels(t *template, cluster string) map[string]string {
 	return out
 }
 
-// expectedImage is the Deployment's image in the cluster. At most one image override exists
-// per namespace, so their order never matters.
+// expectedImage is the Deployment's image in the cluster. At most one image OverridePolicy
+// exists per namespace and one image ClusterOverridePolicy in all; ClusterOverridePolicies
+// apply first (Karmada's order), so a namespace's image override wins where both apply.
 func (m *model) expectedImage(t *template, cluster string) string {
-	for _, o := range m.overrides {
+	img := t.image
+	for _, o := range m.sortedOverrides() { // "/name" (cluster) sorts before "ns/name"
 		if o.image && o.selects(t) && o.appliesOn(cluster) {
-			return imageRepo + ":" + o.tag + "-" + cluster
+			img = imageRepo + ":" + o.tag + "-" + cluster
 		}
 	}
-	return t.image
+	return img
 }
 
 // Model mutations. Each is called after the write it describes succeeded.
 
 func (m *model) addTemplate(t *template) {
 	t.seen, t.allow = set{}, set{}
-	t.seen.addAll(m.lastTargets[groupKey(t.key.NS, t.group)]...)
+	t.seen.addAll(m.lastTargetsOf(t.key.NS, t.group)...)
 	// Created while unbound: a manager that has not caught up may still propagate it and
 	// then unbind it.
 	t.dirty = !m.bound(t)
@@ -287,24 +339,28 @@ func (m *model) setGroup(t *template, group string) {
 	t.dirty = true
 	t.group = group
 	t.labels[groupLabel] = group
-	t.seen.addAll(m.lastTargets[groupKey(t.key.NS, group)]...)
+	t.seen.addAll(m.lastTargetsOf(t.key.NS, group)...)
 }
 
+// setPolicy records a created or edited policy. A PropagationPolicy created for templates a
+// ClusterPropagationPolicy claims takes them over (preemption) without unbinding them: their
+// objects move, none may stay behind.
 func (m *model) setPolicy(p *policy) {
-	gk := groupKey(p.ns, p.group)
-	m.policies[gk] = p
-	m.lastTargets[gk] = slices.Clone(p.clusters)
+	m.policies[p.key()] = p
+	m.lastTargets[p.key()] = slices.Clone(p.clusters)
 	for _, t := range m.templates {
-		if t.key.NS == p.ns && t.group == p.group {
+		if p.covers(t) {
 			t.seen.addAll(p.clusters...)
 		}
 	}
 }
 
+// deletePolicy records a deleted policy: the templates it claimed are released (and maybe
+// claimed by the ClusterPropagationPolicy of their group), which keeps their member objects.
 func (m *model) deletePolicy(p *policy) {
-	delete(m.policies, groupKey(p.ns, p.group))
+	delete(m.policies, p.key())
 	for _, t := range m.templates {
-		if t.key.NS == p.ns && t.group == p.group {
+		if p.covers(t) {
 			t.dirty = true
 		}
 	}

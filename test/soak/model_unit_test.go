@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
@@ -26,10 +25,7 @@ func readyCond() []metav1.Condition {
 // bound template has a FullyApplied binding (Divided replicas spread as evenly as possible),
 // an applied Work and an object in each target cluster.
 func ideal(m *model) *snapshot {
-	s := &snapshot{namespaces: map[string]map[string]string{}, templates: map[tkey]*objView{},
-		policies: map[string]*policyv1alpha1.PropagationPolicy{}, overrides: map[string]*policyv1alpha1.OverridePolicy{},
-		bindings: map[string]*workv1alpha2.ResourceBinding{}, clusters: map[string]*clusterv1alpha1.Cluster{},
-		members: map[string]map[tkey]*objView{}, memberErr: map[string]error{}}
+	s := newSnapshot()
 	for _, c := range memberNames {
 		s.clusters[c] = &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: c}, Status: clusterv1alpha1.ClusterStatus{Conditions: readyCond()}}
 		s.members[c] = map[tkey]*objView{}
@@ -43,12 +39,12 @@ func ideal(m *model) *snapshot {
 	}
 	for _, p := range m.policies {
 		pp := p.object()
-		pp.UID = types.UID("uid-" + p.ns + "-" + p.name())
-		pp.Labels = map[string]string{wellknown.PropagationPolicyPermanentIDLabel: string(pp.UID)}
+		pp.SetUID(types.UID("uid-" + p.ns + "-" + p.name()))
+		pp.SetLabels(map[string]string{claimLabel(p): string(pp.GetUID())})
 		s.policies[p.ns+"/"+p.name()] = pp
 	}
 	for _, o := range m.overrides {
-		s.overrides[o.ns+"/"+o.name] = o.object()
+		s.overrides[o.key()] = o.object()
 	}
 	for _, t := range m.templates {
 		host := &objView{key: t.key, uid: "uid-" + t.key.Name, labels: maps.Clone(t.labels), annotations: maps.Clone(t.annotations),
@@ -59,16 +55,17 @@ func ideal(m *model) *snapshot {
 		}
 		p := m.policyOf(t)
 		pp := s.policies[p.ns+"/"+p.name()]
-		host.labels[wellknown.PropagationPolicyPermanentIDLabel] = string(pp.UID)
+		host.labels[claimLabel(p)] = string(pp.GetUID())
+		placement := p.placement()
 		var replicas int32
 		if t.key.Kind == kindDeployment {
 			replicas = t.replicas
 		}
 		rb := &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: t.key.NS, Name: t.key.bindingName(), Generation: 2,
 			UID:    types.UID("rb-" + t.key.Name),
-			Labels: map[string]string{wellknown.PropagationPolicyPermanentIDLabel: string(pp.UID), wellknown.ResourceBindingPermanentIDLabel: "rb-" + t.key.Name}},
+			Labels: map[string]string{claimLabel(p): string(pp.GetUID()), wellknown.ResourceBindingPermanentIDLabel: "rb-" + t.key.Name}},
 			Spec: workv1alpha2.ResourceBindingSpec{Resource: workv1alpha2.ObjectReference{Kind: string(t.key.Kind), Namespace: t.key.NS, Name: t.key.Name, UID: types.UID(host.uid)},
-				Replicas: replicas, Placement: &pp.Spec.Placement},
+				Replicas: replicas, Placement: &placement},
 			Status: workv1alpha2.ResourceBindingStatus{Conditions: []metav1.Condition{{Type: wellknown.ConditionFullyApplied, Status: metav1.ConditionTrue, ObservedGeneration: 2}}}}
 		for i, c := range p.clusters {
 			r := replicas
@@ -278,4 +275,88 @@ func TestConfigure(t *testing.T) {
 	if _, err := configure(); err == nil {
 		t.Fatal("want an error for a bad FLOTILLA_SOAK_DURATION")
 	}
+}
+
+// A ClusterPropagationPolicy claims the templates of its group that no PropagationPolicy of
+// their namespace selects; a PropagationPolicy takes them from it (the soak's preempt), and
+// the claim labels follow.
+func TestClusterPolicies(t *testing.T) {
+	m := testModel()
+	d2 := tkey{kindDeployment, "ns", "d-2"}
+	cpp := &policy{cluster: true, group: "g2", clusters: []string{"member1"}}
+	m.setPolicy(cpp)
+	s := ideal(m)
+	mustClean(t, check(m, s))
+	if s.members["member2"][d2] == nil || s.members["member1"][d2] != nil {
+		t.Fatalf("d-2 should stay with its namespace's policy (member2): %v", s.members)
+	}
+	for _, tt := range m.templates {
+		m.settled(tt, nil)
+	}
+	before := ideal(m)
+
+	// The PropagationPolicy goes: d-2 falls back to the ClusterPropagationPolicy, and may
+	// leave its object in member2 behind (a release keeps member objects).
+	m.deletePolicy(m.policies["ns/g2"])
+	s = ideal(m)
+	if s.members["member1"][d2] == nil {
+		t.Fatal("d-2 should follow the ClusterPropagationPolicy to member1")
+	}
+	if got := s.templates[d2].labels[wellknown.ClusterPropagationPolicyPermanentIDLabel]; got != "uid--cpp-g2" {
+		t.Fatalf("d-2's claim label %q", got)
+	}
+	s.members["member2"][d2] = before.members["member2"][d2]
+	mustClean(t, check(m, s))
+
+	bad := ideal(m)
+	bad.templates[d2].labels[wellknown.PropagationPolicyPermanentIDLabel] = "uid-ns-pp-g2"
+	mustFind(t, check(m, bad), "Deployment ns/d-2: template still carries propagationpolicy.karmada.io/permanent-id")
+	bad = ideal(m)
+	delete(bad.templates[d2].labels, wellknown.ClusterPropagationPolicyPermanentIDLabel)
+	mustFind(t, check(m, bad), "Deployment ns/d-2: template claim label clusterpropagationpolicy.karmada.io/permanent-id")
+	bad = ideal(m)
+	bad.bindings["ns/d-2-deployment"].Labels[wellknown.PropagationPolicyPermanentIDLabel] = "uid-ns-pp-g2"
+	mustFind(t, check(m, bad), "ResourceBinding ns/d-2-deployment still carries propagationpolicy.karmada.io/permanent-id")
+	bad = ideal(m)
+	delete(bad.policies, "/cpp-g2")
+	mustFind(t, check(m, bad), "harness: ClusterPropagationPolicy cpp-g2 is missing")
+
+	// A new PropagationPolicy takes d-2 back without a release: nothing may stay in member1.
+	for _, tt := range m.templates {
+		m.settled(tt, nil)
+	}
+	fallen := ideal(m)
+	m.setPolicy(&policy{ns: "ns", group: "g2", clusters: []string{"member3"}})
+	s = ideal(m)
+	s.members["member1"][d2] = fallen.members["member1"][d2]
+	mustFind(t, check(m, s), "Deployment ns/d-2: extra managed object in member1", "PropagationPolicy ns/pp-g2 targets [member3]")
+
+	// Deleting the ClusterPropagationPolicy leaves every template of g2 with its own policy.
+	m.deletePolicy(cpp)
+	mustClean(t, check(m, ideal(m)))
+}
+
+// ClusterOverridePolicies select in every namespace and apply before OverridePolicies, so a
+// namespace's image override wins where both apply.
+func TestClusterOverrides(t *testing.T) {
+	m := testModel()
+	d1, d2 := tkey{kindDeployment, "ns", "d-1"}, tkey{kindDeployment, "ns", "d-2"}
+	m.overrides["/coi-7"] = &override{cluster: true, name: "coi-7", image: true, clusters: []string{"member2", "member3"}, tag: "cov7"}
+	m.overrides["/col-8"] = &override{cluster: true, name: "col-8", group: "g2", clusters: []string{"member2"}}
+	s := ideal(m)
+	mustClean(t, check(m, s))
+	if got := s.members["member3"][d1].image; got != imageRepo+":ov2-member3" {
+		t.Fatalf("d-1 in member3: image %q, want the OverridePolicy's", got)
+	}
+	if got := s.members["member2"][d2].image; got != imageRepo+":cov7-member2" {
+		t.Fatalf("d-2 in member2: image %q, want the ClusterOverridePolicy's", got)
+	}
+	if got := s.members["member2"][d2].labels[overrideLabelPrefix+"col-8"]; got != "member2" {
+		t.Fatalf("d-2 in member2: no label of the ClusterOverridePolicy: %v", s.members["member2"][d2].labels)
+	}
+	s.members["member3"][d1].image = imageRepo + ":cov7-member3"
+	mustFind(t, check(m, s), "Deployment ns/d-1: in member3 image", "want \"registry.soak.local/app:ov2-member3\"")
+	s = ideal(m)
+	delete(s.overrides, "/col-8")
+	mustFind(t, check(m, s), "harness: ClusterOverridePolicy col-8 is missing")
 }

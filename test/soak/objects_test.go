@@ -78,9 +78,29 @@ func (p *policy) placement() policyv1alpha1.Placement {
 	return pl
 }
 
-func (p *policy) object() *policyv1alpha1.PropagationPolicy {
-	return &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: p.name()},
-		Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: groupSelectors(p.group), Placement: p.placement()}}
+// spec is the policy's spec. PropagationPolicies preempt: see policy.
+func (p *policy) spec() policyv1alpha1.PropagationSpec {
+	spec := policyv1alpha1.PropagationSpec{ResourceSelectors: groupSelectors(p.group), Placement: p.placement()}
+	if !p.cluster {
+		spec.Preemption = policyv1alpha1.PreemptAlways
+	}
+	return spec
+}
+
+// object is the PropagationPolicy or ClusterPropagationPolicy.
+func (p *policy) object() client.Object {
+	if p.cluster {
+		return &policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: p.name()}, Spec: p.spec()}
+	}
+	return &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: p.name()}, Spec: p.spec()}
+}
+
+// emptyObject is an object of the policy's kind with only its name (and namespace).
+func (p *policy) emptyObject() client.Object {
+	if p.cluster {
+		return &policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: p.name()}}
+	}
+	return &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: p.name()}}
 }
 
 // spec is the override's spec: one rule per cluster.
@@ -110,6 +130,18 @@ func (o *override) spec() policyv1alpha1.OverrideSpec {
 	return spec
 }
 
-func (o *override) object() *policyv1alpha1.OverridePolicy {
+// object is the OverridePolicy or ClusterOverridePolicy.
+func (o *override) object() client.Object {
+	if o.cluster {
+		return &policyv1alpha1.ClusterOverridePolicy{ObjectMeta: metav1.ObjectMeta{Name: o.name}, Spec: o.spec()}
+	}
 	return &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: o.name}, Spec: o.spec()}
+}
+
+// emptyObject is an object of the override's kind with only its name (and namespace).
+func (o *override) emptyObject() client.Object {
+	if o.cluster {
+		return &policyv1alpha1.ClusterOverridePolicy{ObjectMeta: metav1.ObjectMeta{Name: o.name}}
+	}
+	return &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: o.name}}
 }

@@ -32,11 +32,14 @@ var workloadOps = []workloadOp{
 	{"edit ConfigMap data / Service port", 5, (*soaker).editSpec},
 	{"move template to another group", 4, (*soaker).moveGroup},
 	{"create policy", 4, (*soaker).createPolicy},
+	{"create cluster policy", 2, (*soaker).createClusterPolicy},
 	{"edit policy clusterNames", 5, (*soaker).editPolicyClusters},
 	{"edit policy replica scheduling", 4, (*soaker).editPolicyMode},
 	{"delete policy", 2, (*soaker).deletePolicy},
 	{"create labels override", 3, (*soaker).createLabelsOverride},
 	{"create image override", 2, (*soaker).createImageOverride},
+	{"create cluster labels override", 1, (*soaker).createClusterLabelsOverride},
+	{"create cluster image override", 1, (*soaker).createClusterImageOverride},
 	{"edit override clusters", 2, (*soaker).editOverride},
 	{"delete override", 3, (*soaker).deleteOverride},
 }
@@ -314,11 +317,29 @@ func (s *soaker) createPolicy() bool {
 	if len(missing) == 0 {
 		return false
 	}
-	p := pick(s.rng, missing)
+	s.createPolicyOf(pick(s.rng, missing))
+	return true
+}
+
+// createClusterPolicy creates the ClusterPropagationPolicy of a group that has none.
+func (s *soaker) createClusterPolicy() bool {
+	var missing []*policy
+	for _, g := range s.m.groups {
+		if s.m.policies[groupKey("", g)] == nil {
+			missing = append(missing, &policy{cluster: true, group: g})
+		}
+	}
+	if len(missing) == 0 {
+		return false
+	}
+	s.createPolicyOf(pick(s.rng, missing))
+	return true
+}
+
+func (s *soaker) createPolicyOf(p *policy) {
 	p.clusters, p.mode = randomClusters(s.rng), randomMode(s.rng)
 	s.writePolicy(p, true)
 	s.journal("create %s clusters=%v mode=%q", p, p.clusters, p.mode)
-	return true
 }
 
 // writePolicy creates the policy or updates its placement.
@@ -333,12 +354,17 @@ func (s *soaker) writePolicy(p *policy, create bool) {
 		})
 	} else {
 		s.must("update "+p.String(), func(ctx context.Context) error {
-			pp := &policyv1alpha1.PropagationPolicy{}
-			if err := s.host.Get(ctx, types.NamespacedName{Namespace: p.ns, Name: p.name()}, pp); err != nil {
+			obj := p.emptyObject()
+			if err := s.host.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 				return err
 			}
-			pp.Spec.Placement = p.placement()
-			return s.host.Update(ctx, pp)
+			switch o := obj.(type) {
+			case *policyv1alpha1.PropagationPolicy:
+				o.Spec.Placement = p.placement()
+			case *policyv1alpha1.ClusterPropagationPolicy:
+				o.Spec.Placement = p.placement()
+			}
+			return s.host.Update(ctx, obj)
 		})
 	}
 	s.m.setPolicy(p)
@@ -386,7 +412,7 @@ func (s *soaker) deletePolicy() bool {
 		return false
 	}
 	s.must("delete "+p.String(), func(ctx context.Context) error {
-		return client.IgnoreNotFound(s.host.Delete(ctx, p.object()))
+		return client.IgnoreNotFound(s.host.Delete(ctx, p.emptyObject()))
 	})
 	s.m.deletePolicy(p)
 	s.journal("delete %s", p)
@@ -395,7 +421,7 @@ func (s *soaker) deletePolicy() bool {
 
 func (s *soaker) writeOverride(o *override, create bool) {
 	if create {
-		s.must("create OverridePolicy "+o.ns+"/"+o.name, func(ctx context.Context) error {
+		s.must("create "+o.String(), func(ctx context.Context) error {
 			err := s.host.Create(ctx, o.object())
 			if apierrors.IsAlreadyExists(err) {
 				return nil
@@ -403,16 +429,21 @@ func (s *soaker) writeOverride(o *override, create bool) {
 			return err
 		})
 	} else {
-		s.must("update OverridePolicy "+o.ns+"/"+o.name, func(ctx context.Context) error {
-			op := &policyv1alpha1.OverridePolicy{}
-			if err := s.host.Get(ctx, types.NamespacedName{Namespace: o.ns, Name: o.name}, op); err != nil {
+		s.must("update "+o.String(), func(ctx context.Context) error {
+			obj := o.emptyObject()
+			if err := s.host.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 				return err
 			}
-			op.Spec = o.spec()
-			return s.host.Update(ctx, op)
+			switch x := obj.(type) {
+			case *policyv1alpha1.OverridePolicy:
+				x.Spec = o.spec()
+			case *policyv1alpha1.ClusterOverridePolicy:
+				x.Spec = o.spec()
+			}
+			return s.host.Update(ctx, obj)
 		})
 	}
-	s.m.overrides[o.ns+"/"+o.name] = o
+	s.m.overrides[o.key()] = o
 }
 
 func (s *soaker) randomGroupOrAll() string {
@@ -423,14 +454,54 @@ func (s *soaker) randomGroupOrAll() string {
 }
 
 func (s *soaker) createLabelsOverride() bool {
-	if len(s.m.overrides) >= 2*len(s.m.namespaces) {
+	if s.countOverrides(false) >= 2*len(s.m.namespaces) {
 		return false
 	}
 	n := s.m.next()
 	o := &override{ns: pick(s.rng, s.m.namespaces).name, name: "ol-" + strconv.Itoa(n), group: s.randomGroupOrAll(),
 		clusters: randomClusters(s.rng)}
 	s.writeOverride(o, true)
-	s.journal("create labels OverridePolicy %s/%s group=%q clusters=%v", o.ns, o.name, o.group, o.clusters)
+	s.journal("create labels %s group=%q clusters=%v", o, o.group, o.clusters)
+	return true
+}
+
+// countOverrides counts the ClusterOverridePolicies (cluster) or the OverridePolicies.
+func (s *soaker) countOverrides(cluster bool) int {
+	n := 0
+	for _, o := range s.m.overrides {
+		if o.cluster == cluster {
+			n++
+		}
+	}
+	return n
+}
+
+// createClusterLabelsOverride creates a labels ClusterOverridePolicy: it selects the
+// templates of a group, or all, in every namespace.
+func (s *soaker) createClusterLabelsOverride() bool {
+	if s.countOverrides(true) >= 2 {
+		return false
+	}
+	n := s.m.next()
+	o := &override{cluster: true, name: "col-" + strconv.Itoa(n), group: s.randomGroupOrAll(), clusters: randomClusters(s.rng)}
+	s.writeOverride(o, true)
+	s.journal("create labels %s group=%q clusters=%v", o, o.group, o.clusters)
+	return true
+}
+
+// createClusterImageOverride creates the image ClusterOverridePolicy, when there is none: it
+// applies before the namespaces' image OverridePolicies, which win where both apply.
+func (s *soaker) createClusterImageOverride() bool {
+	for _, o := range s.m.overrides {
+		if o.cluster && o.image {
+			return false
+		}
+	}
+	n := s.m.next()
+	o := &override{cluster: true, name: "coi-" + strconv.Itoa(n), image: true, group: s.randomGroupOrAll(),
+		clusters: randomClusters(s.rng), tag: "cov" + strconv.Itoa(n)}
+	s.writeOverride(o, true)
+	s.journal("create image %s group=%q clusters=%v tag=%s", o, o.group, o.clusters, o.tag)
 	return true
 }
 
@@ -439,7 +510,7 @@ func (s *soaker) createImageOverride() bool {
 	for _, n := range s.m.namespaces {
 		has := false
 		for _, o := range s.m.overrides {
-			has = has || (o.image && o.ns == n.name)
+			has = has || (o.image && !o.cluster && o.ns == n.name)
 		}
 		if !has {
 			free = append(free, n.name)
@@ -452,7 +523,7 @@ func (s *soaker) createImageOverride() bool {
 	o := &override{ns: pick(s.rng, free), name: "oi-" + strconv.Itoa(n), image: true, group: s.randomGroupOrAll(),
 		clusters: randomClusters(s.rng), tag: "ov" + strconv.Itoa(n)}
 	s.writeOverride(o, true)
-	s.journal("create image OverridePolicy %s/%s group=%q clusters=%v tag=%s", o.ns, o.name, o.group, o.clusters, o.tag)
+	s.journal("create image %s group=%q clusters=%v tag=%s", o, o.group, o.clusters, o.tag)
 	return true
 }
 
@@ -474,7 +545,7 @@ func (s *soaker) editOverride() bool {
 		o.clusters = randomClusters(s.rng)
 	}
 	s.writeOverride(&o, false)
-	s.journal("edit OverridePolicy %s/%s clusters=%v", o.ns, o.name, o.clusters)
+	s.journal("edit %s clusters=%v", &o, o.clusters)
 	return true
 }
 
@@ -483,10 +554,10 @@ func (s *soaker) deleteOverride() bool {
 	if o == nil {
 		return false
 	}
-	s.must("delete OverridePolicy "+o.ns+"/"+o.name, func(ctx context.Context) error {
-		return client.IgnoreNotFound(s.host.Delete(ctx, o.object()))
+	s.must("delete "+o.String(), func(ctx context.Context) error {
+		return client.IgnoreNotFound(s.host.Delete(ctx, o.emptyObject()))
 	})
-	delete(s.m.overrides, o.ns+"/"+o.name)
-	s.journal("delete OverridePolicy %s/%s", o.ns, o.name)
+	delete(s.m.overrides, o.key())
+	s.journal("delete %s", o)
 	return true
 }

@@ -1,9 +1,10 @@
 // Package soak is a chaos soak of Flotilla on a local fleet: a host with its own
 // kube-controller-manager and three apiserver-only members, and the manager binary running
 // as its ServiceAccount in a separate process. A seeded random loop creates, edits and
-// deletes templates (Deployments, ConfigMaps, Services), PropagationPolicies and
-// OverridePolicies in three opted-in namespaces, while SIGKILLing the manager, stopping
-// member apiservers, rotating member tokens and opting namespaces out and in. Then it
+// deletes templates (Deployments, ConfigMaps, Services), PropagationPolicies (which preempt),
+// ClusterPropagationPolicies, OverridePolicies and ClusterOverridePolicies in three opted-in
+// namespaces, while SIGKILLing the manager, stopping member apiservers, rotating member
+// tokens and opting namespaces out and in. Then it
 // restores everything, waits for quiet and checks that the members hold exactly what the
 // templates, policies and overrides say, that every binding is FullyApplied, that nothing
 // is stuck on a finalizer and that no Work points at a missing Cluster.
@@ -356,7 +357,7 @@ func (s *soaker) populate() {
 			}
 			return err
 		})
-		// g1 and g2 have policies, g3 waits for one.
+		// g1 and g2 have PropagationPolicies, g3 waits for one.
 		for _, g := range []string{"g1", "g2"} {
 			p := &policy{ns: ns, group: g, clusters: randomClusters(s.rng), mode: randomMode(s.rng)}
 			s.writePolicy(p, true)
@@ -369,9 +370,17 @@ func (s *soaker) populate() {
 			s.journal("create %s group=%s %s", t.key, t.group, t.describe())
 		}
 	}
+	// g3 has a ClusterPropagationPolicy, which the PropagationPolicies created for it later
+	// preempt.
+	cpp := &policy{cluster: true, group: "g3", clusters: randomClusters(s.rng), mode: randomMode(s.rng)}
+	s.writePolicy(cpp, true)
+	s.journal("create %s clusters=%v mode=%q", cpp, cpp.clusters, cpp.mode)
 	o := &override{ns: soakNamespaces[0], name: "ol-0", clusters: []string{"member1", "member3"}}
 	s.writeOverride(o, true)
-	s.journal("create labels OverridePolicy %s/%s group=%q clusters=%v", o.ns, o.name, o.group, o.clusters)
+	s.journal("create labels %s group=%q clusters=%v", o, o.group, o.clusters)
+	co := &override{cluster: true, name: "col-0", group: "g2", clusters: []string{"member2"}}
+	s.writeOverride(co, true)
+	s.journal("create labels %s group=%q clusters=%v", co, co.group, co.clusters)
 
 	began := time.Now()
 	ok, res := s.settle(s.cfg.initialSettle)
@@ -382,7 +391,7 @@ func (s *soaker) populate() {
 		s.t.Logf("soak: the initial state did not converge within %s; still wrong:\n  %s", s.cfg.initialSettle,
 			strings.Join(res.messages(), "\n  "))
 	}
-	s.t.Logf("soak: baseline of %d templates, %d policies, %d override: converged %s", len(s.m.templates), len(s.m.policies),
+	s.t.Logf("soak: baseline of %d templates, %d policies, %d overrides: converged %s", len(s.m.templates), len(s.m.policies),
 		len(s.m.overrides), s.initialConverge)
 }
 
