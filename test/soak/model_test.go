@@ -123,27 +123,41 @@ const (
 	modeDivided    = "Divided"    // Divided, Weighted, static weight 1 for each cluster
 )
 
-// policy is a PropagationPolicy named pp-<group> that selects, by label, the Deployments,
-// ConfigMaps and Services of its group in its namespace, or (cluster) a
-// ClusterPropagationPolicy named cpp-<group> that selects them in every namespace.
+// policy is one of three kinds of propagation policy, each selecting the soak's kinds:
 //
-// A template of a group with both is the PropagationPolicy's: the soak's PropagationPolicies
-// have preemption Always, so they take a template from the ClusterPropagationPolicy whatever
-// happened first, and which policy claims a template never depends on timing. When the
-// PropagationPolicy goes, the template falls back to the ClusterPropagationPolicy.
+//   - a PropagationPolicy pp-<group> selects, by label, the templates of a group g* in its
+//     namespace;
+//   - a ClusterPropagationPolicy cpp-<group> (cluster) selects, by label, the templates of a
+//     group c* in every namespace. PropagationPolicies and ClusterPropagationPolicies select
+//     disjoint groups: which of two policies claims a template would otherwise depend on
+//     which the manager saw first (a claimed template stays with its policy);
+//   - a pin pin-<name>-<kind> (pin set) is a PropagationPolicy that names one template, with
+//     priority 10 and preemption Always (which needs named selectors): it takes the template
+//     from whichever policy claims it, so that claim never depends on timing either.
 type policy struct {
 	cluster   bool
-	ns, group string   // ns is empty for a ClusterPropagationPolicy
+	pin       *tkey    // the template a pin names
+	ns, group string   // ns is empty for a ClusterPropagationPolicy; group is empty for a pin
 	clusters  []string // sorted, non-empty
 	mode      string
 }
 
+// pinPriority is the pins' spec.priority: above the PropagationPolicies' 0.
+const pinPriority = 10
+
 func (p *policy) name() string {
-	if p.cluster {
+	switch {
+	case p.cluster:
 		return "cpp-" + p.group
+	case p.pin != nil:
+		return pinName(*p.pin)
+	default:
+		return "pp-" + p.group
 	}
-	return "pp-" + p.group
 }
+
+func pinName(k tkey) string { return "pin-" + k.bindingName() }
+
 func (p *policy) divided() bool { return p.mode == modeDivided }
 func (p *policy) targets() set  { return setOf(p.clusters...) }
 func (p *policy) String() string {
@@ -153,13 +167,20 @@ func (p *policy) String() string {
 	return fmt.Sprintf("PropagationPolicy %s/%s", p.ns, p.name())
 }
 
-// key is the policy's key in model.policies (and lastTargets): ns/group, /group for a
-// ClusterPropagationPolicy.
-func (p *policy) key() string { return groupKey(p.ns, p.group) }
+// key is the policy's key in model.policies and lastTargets, and the snapshot's: ns/name, or
+// /name for a ClusterPropagationPolicy.
+func (p *policy) key() string { return p.ns + "/" + p.name() }
 
 // covers reports whether the policy selects the template (whether or not it claims it).
 func (p *policy) covers(t *template) bool {
-	return t.group == p.group && (p.cluster || t.key.NS == p.ns)
+	switch {
+	case p.pin != nil:
+		return *p.pin == t.key
+	case p.cluster:
+		return t.group == p.group
+	default:
+		return t.group == p.group && t.key.NS == p.ns
+	}
 }
 
 // override is an OverridePolicy, or (cluster) a ClusterOverridePolicy that selects in every
@@ -200,11 +221,13 @@ type namespace struct {
 
 type model struct {
 	namespaces []*namespace
-	groups     []string
-	templates  map[tkey]*template
+	// groups are the templates' groups: ppGroups for PropagationPolicies, cppGroups for
+	// ClusterPropagationPolicies.
+	groups, ppGroups, cppGroups []string
+	templates                   map[tkey]*template
 	// graveyard holds deleted templates: the clusters where their objects may stay.
 	graveyard map[tkey]set
-	policies  map[string]*policy // policy.key(): ns/group, or /group
+	policies  map[string]*policy // policy.key(): ns/name, or /name
 	// lastTargets holds, per policy key, the clusters of the newest policy, kept after it is
 	// deleted: a manager that has not seen the deletion yet may still use it.
 	lastTargets map[string][]string
@@ -212,8 +235,8 @@ type model struct {
 	seq         int
 }
 
-func newModel(namespaces, groups []string) *model {
-	m := &model{groups: groups, templates: map[tkey]*template{}, graveyard: map[tkey]set{},
+func newModel(namespaces, ppGroups, cppGroups []string) *model {
+	m := &model{groups: append(slices.Clone(ppGroups), cppGroups...), ppGroups: ppGroups, cppGroups: cppGroups, templates: map[tkey]*template{}, graveyard: map[tkey]set{},
 		policies: map[string]*policy{}, lastTargets: map[string][]string{}, overrides: map[string]*override{}}
 	for _, n := range namespaces {
 		m.namespaces = append(m.namespaces, &namespace{name: n, labelled: true})
@@ -232,21 +255,30 @@ func (m *model) ns(name string) *namespace {
 	return nil
 }
 
-func groupKey(ns, group string) string { return ns + "/" + group }
-
-// policyOf is the policy that claims the template: its namespace's PropagationPolicy for its
-// group, else the group's ClusterPropagationPolicy, else nil.
-func (m *model) policyOf(t *template) *policy {
-	if p := m.policies[groupKey(t.key.NS, t.group)]; p != nil {
-		return p
-	}
-	return m.policies[groupKey("", t.group)]
+// policyKeys are the keys of the policies that may select a template of the group, best
+// first: its pin, its namespace's PropagationPolicy, the ClusterPropagationPolicy.
+func policyKeys(k tkey, group string) []string {
+	return []string{k.NS + "/" + pinName(k), k.NS + "/pp-" + group, "/cpp-" + group}
 }
 
-// lastTargetsOf are the clusters the newest policies of the template's group targeted: its
-// namespace's PropagationPolicy and the ClusterPropagationPolicy.
-func (m *model) lastTargetsOf(ns, group string) []string {
-	return append(slices.Clone(m.lastTargets[groupKey(ns, group)]), m.lastTargets[groupKey("", group)]...)
+// policyOf is the policy that claims the template: the best of those that select it.
+func (m *model) policyOf(t *template) *policy {
+	for _, key := range policyKeys(t.key, t.group) {
+		if p := m.policies[key]; p != nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// lastTargetsOf are the clusters the newest policies that would select the template in that
+// group targeted.
+func (m *model) lastTargetsOf(k tkey, group string) []string {
+	var out []string
+	for _, key := range policyKeys(k, group) {
+		out = append(out, m.lastTargets[key]...)
+	}
+	return out
 }
 
 // bound reports whether the template should be bound: its namespace is opted in and a
@@ -316,7 +348,7 @@ func (m *model) expectedImage(t *template, cluster string) string {
 
 func (m *model) addTemplate(t *template) {
 	t.seen, t.allow = set{}, set{}
-	t.seen.addAll(m.lastTargetsOf(t.key.NS, t.group)...)
+	t.seen.addAll(m.lastTargetsOf(t.key, t.group)...)
 	// Created while unbound: a manager that has not caught up may still propagate it and
 	// then unbind it.
 	t.dirty = !m.bound(t)
@@ -339,12 +371,11 @@ func (m *model) setGroup(t *template, group string) {
 	t.dirty = true
 	t.group = group
 	t.labels[groupLabel] = group
-	t.seen.addAll(m.lastTargetsOf(t.key.NS, group)...)
+	t.seen.addAll(m.lastTargetsOf(t.key, group)...)
 }
 
-// setPolicy records a created or edited policy. A PropagationPolicy created for templates a
-// ClusterPropagationPolicy claims takes them over (preemption) without unbinding them: their
-// objects move, none may stay behind.
+// setPolicy records a created or edited policy. A pin takes its template from the policy that
+// claimed it (preemption) without unbinding it: its objects move, none may stay behind.
 func (m *model) setPolicy(p *policy) {
 	m.policies[p.key()] = p
 	m.lastTargets[p.key()] = slices.Clone(p.clusters)
@@ -355,8 +386,8 @@ func (m *model) setPolicy(p *policy) {
 	}
 }
 
-// deletePolicy records a deleted policy: the templates it claimed are released (and maybe
-// claimed by the ClusterPropagationPolicy of their group), which keeps their member objects.
+// deletePolicy records a deleted policy: the templates it claimed are released (and a pin's
+// claimed by its group's policy, if any), which keeps their member objects.
 func (m *model) deletePolicy(p *policy) {
 	delete(m.policies, p.key())
 	for _, t := range m.templates {

@@ -98,7 +98,7 @@ func ideal(m *model) *snapshot {
 }
 
 func testModel() *model {
-	m := newModel([]string{"ns"}, []string{"g1", "g2"})
+	m := newModel([]string{"ns"}, []string{"g1", "g2"}, []string{"c1"})
 	m.setPolicy(&policy{ns: "ns", group: "g1", clusters: []string{"member1", "member2", "member3"}, mode: modeDivided})
 	m.setPolicy(&policy{ns: "ns", group: "g2", clusters: []string{"member2"}})
 	m.overrides["ns/ol-1"] = &override{ns: "ns", name: "ol-1", clusters: []string{"member1"}}
@@ -211,7 +211,7 @@ func TestOrphansOfUnboundTemplates(t *testing.T) {
 	m.settled(m.templates[svc], nil)
 
 	// Deleting g2's policy unbinds svc-4: its object in member2 may stay.
-	m.deletePolicy(m.policies["ns/g2"])
+	m.deletePolicy(m.policies["ns/pp-g2"])
 	s := ideal(m)
 	s.members["member2"][svc] = before.members["member2"][svc]
 	r := check(m, s)
@@ -242,7 +242,7 @@ func TestPolicyEditIsNotAnUnbinding(t *testing.T) {
 	for _, tt := range m.templates {
 		m.settled(tt, nil)
 	}
-	p := *m.policies["ns/g2"]
+	p := *m.policies["ns/pp-g2"]
 	p.clusters = []string{"member3"}
 	m.setPolicy(&p)
 	s := ideal(m)
@@ -277,63 +277,69 @@ func TestConfigure(t *testing.T) {
 	}
 }
 
-// A ClusterPropagationPolicy claims the templates of its group that no PropagationPolicy of
-// their namespace selects; a PropagationPolicy takes them from it (the soak's preempt), and
-// the claim labels follow.
-func TestClusterPolicies(t *testing.T) {
+// A ClusterPropagationPolicy claims the templates of its group in every namespace, with its
+// own claim label; a pin takes its template from any policy (preemption) without a release,
+// and when the pin goes the template is released back to its group's policy.
+func TestClusterPoliciesAndPins(t *testing.T) {
 	m := testModel()
-	d2 := tkey{kindDeployment, "ns", "d-2"}
-	cpp := &policy{cluster: true, group: "g2", clusters: []string{"member1"}}
+	cm5 := tkey{kindConfigMap, "ns", "cm-5"}
+	m.addTemplate(&template{key: cm5, group: "c1", labels: map[string]string{appLabel: "cm-5", groupLabel: "c1"},
+		annotations: map[string]string{labelPrefix + "note": "n"}, data: "v"})
+	mustClean(t, check(m, ideal(m)))
+	if m.bound(m.templates[cm5]) {
+		t.Fatal("cm-5 is bound although c1 has no ClusterPropagationPolicy")
+	}
+	cpp := &policy{cluster: true, group: "c1", clusters: []string{"member1"}}
 	m.setPolicy(cpp)
 	s := ideal(m)
 	mustClean(t, check(m, s))
-	if s.members["member2"][d2] == nil || s.members["member1"][d2] != nil {
-		t.Fatalf("d-2 should stay with its namespace's policy (member2): %v", s.members)
+	if s.members["member1"][cm5] == nil {
+		t.Fatal("cm-5 should follow the ClusterPropagationPolicy to member1")
 	}
+	if got := s.templates[cm5].labels[wellknown.ClusterPropagationPolicyPermanentIDLabel]; got != "uid--cpp-c1" {
+		t.Fatalf("cm-5's claim label %q", got)
+	}
+	bad := ideal(m)
+	bad.templates[cm5].labels[wellknown.PropagationPolicyPermanentIDLabel] = "uid-ns-pp-g2"
+	mustFind(t, check(m, bad), "ConfigMap ns/cm-5: template still carries propagationpolicy.karmada.io/permanent-id")
+	bad = ideal(m)
+	delete(bad.templates[cm5].labels, wellknown.ClusterPropagationPolicyPermanentIDLabel)
+	mustFind(t, check(m, bad), "ConfigMap ns/cm-5: template claim label clusterpropagationpolicy.karmada.io/permanent-id")
+	bad = ideal(m)
+	bad.bindings["ns/cm-5-configmap"].Labels[wellknown.PropagationPolicyPermanentIDLabel] = "uid-ns-pp-g2"
+	mustFind(t, check(m, bad), "ResourceBinding ns/cm-5-configmap still carries propagationpolicy.karmada.io/permanent-id")
+	bad = ideal(m)
+	delete(bad.policies, "/cpp-c1")
+	mustFind(t, check(m, bad), "harness: ClusterPropagationPolicy cpp-c1 is missing")
+
+	// A pin takes cm-5 to member3: nothing may stay in member1.
 	for _, tt := range m.templates {
 		m.settled(tt, nil)
 	}
 	before := ideal(m)
-
-	// The PropagationPolicy goes: d-2 falls back to the ClusterPropagationPolicy, and may
-	// leave its object in member2 behind (a release keeps member objects).
-	m.deletePolicy(m.policies["ns/g2"])
+	pin := &policy{ns: "ns", pin: &cm5, clusters: []string{"member3"}}
+	m.setPolicy(pin)
 	s = ideal(m)
-	if s.members["member1"][d2] == nil {
-		t.Fatal("d-2 should follow the ClusterPropagationPolicy to member1")
+	if got := s.templates[cm5].labels[wellknown.PropagationPolicyPermanentIDLabel]; got != "uid-ns-pin-cm-5-configmap" {
+		t.Fatalf("cm-5's claim label %q, want the pin's", got)
 	}
-	if got := s.templates[d2].labels[wellknown.ClusterPropagationPolicyPermanentIDLabel]; got != "uid--cpp-g2" {
-		t.Fatalf("d-2's claim label %q", got)
-	}
-	s.members["member2"][d2] = before.members["member2"][d2]
 	mustClean(t, check(m, s))
+	s.members["member1"][cm5] = before.members["member1"][cm5]
+	mustFind(t, check(m, s), "ConfigMap ns/cm-5: extra managed object in member1", "PropagationPolicy ns/pin-cm-5-configmap targets [member3]")
 
-	bad := ideal(m)
-	bad.templates[d2].labels[wellknown.PropagationPolicyPermanentIDLabel] = "uid-ns-pp-g2"
-	mustFind(t, check(m, bad), "Deployment ns/d-2: template still carries propagationpolicy.karmada.io/permanent-id")
-	bad = ideal(m)
-	delete(bad.templates[d2].labels, wellknown.ClusterPropagationPolicyPermanentIDLabel)
-	mustFind(t, check(m, bad), "Deployment ns/d-2: template claim label clusterpropagationpolicy.karmada.io/permanent-id")
-	bad = ideal(m)
-	bad.bindings["ns/d-2-deployment"].Labels[wellknown.PropagationPolicyPermanentIDLabel] = "uid-ns-pp-g2"
-	mustFind(t, check(m, bad), "ResourceBinding ns/d-2-deployment still carries propagationpolicy.karmada.io/permanent-id")
-	bad = ideal(m)
-	delete(bad.policies, "/cpp-g2")
-	mustFind(t, check(m, bad), "harness: ClusterPropagationPolicy cpp-g2 is missing")
-
-	// A new PropagationPolicy takes d-2 back without a release: nothing may stay in member1.
+	// The pin goes: cm-5 is released (its object in member3 may stay) and claimed by the
+	// ClusterPropagationPolicy again.
 	for _, tt := range m.templates {
 		m.settled(tt, nil)
 	}
-	fallen := ideal(m)
-	m.setPolicy(&policy{ns: "ns", group: "g2", clusters: []string{"member3"}})
+	pinned := ideal(m)
+	m.deletePolicy(pin)
 	s = ideal(m)
-	s.members["member1"][d2] = fallen.members["member1"][d2]
-	mustFind(t, check(m, s), "Deployment ns/d-2: extra managed object in member1", "PropagationPolicy ns/pp-g2 targets [member3]")
-
-	// Deleting the ClusterPropagationPolicy leaves every template of g2 with its own policy.
-	m.deletePolicy(cpp)
-	mustClean(t, check(m, ideal(m)))
+	s.members["member3"][cm5] = pinned.members["member3"][cm5]
+	mustClean(t, check(m, s))
+	if s.members["member1"][cm5] == nil {
+		t.Fatal("cm-5 should be back in member1")
+	}
 }
 
 // ClusterOverridePolicies select in every namespace and apply before OverridePolicies, so a

@@ -33,6 +33,7 @@ var workloadOps = []workloadOp{
 	{"move template to another group", 4, (*soaker).moveGroup},
 	{"create policy", 4, (*soaker).createPolicy},
 	{"create cluster policy", 2, (*soaker).createClusterPolicy},
+	{"pin template (preempting policy)", 2, (*soaker).pinTemplate},
 	{"edit policy clusterNames", 5, (*soaker).editPolicyClusters},
 	{"edit policy replica scheduling", 4, (*soaker).editPolicyMode},
 	{"delete policy", 2, (*soaker).deletePolicy},
@@ -303,9 +304,9 @@ func (s *soaker) moveGroup() bool {
 func (s *soaker) missingPolicies() []*policy {
 	var out []*policy
 	for _, n := range s.m.namespaces {
-		for _, g := range s.m.groups {
-			if s.m.policies[groupKey(n.name, g)] == nil {
-				out = append(out, &policy{ns: n.name, group: g})
+		for _, g := range s.m.ppGroups {
+			if p := (&policy{ns: n.name, group: g}); s.m.policies[p.key()] == nil {
+				out = append(out, p)
 			}
 		}
 	}
@@ -324,15 +325,43 @@ func (s *soaker) createPolicy() bool {
 // createClusterPolicy creates the ClusterPropagationPolicy of a group that has none.
 func (s *soaker) createClusterPolicy() bool {
 	var missing []*policy
-	for _, g := range s.m.groups {
-		if s.m.policies[groupKey("", g)] == nil {
-			missing = append(missing, &policy{cluster: true, group: g})
+	for _, g := range s.m.cppGroups {
+		if p := (&policy{cluster: true, group: g}); s.m.policies[p.key()] == nil {
+			missing = append(missing, p)
 		}
 	}
 	if len(missing) == 0 {
 		return false
 	}
 	s.createPolicyOf(pick(s.rng, missing))
+	return true
+}
+
+// maxPins bounds the pins: a pin outlives its template, until deleted.
+const maxPins = 4
+
+// pinTemplate creates a pin for a template that has none: a policy naming it, which takes it
+// from any other policy.
+func (s *soaker) pinTemplate() bool {
+	pins := 0
+	for _, p := range s.m.policies {
+		if p.pin != nil {
+			pins++
+		}
+	}
+	if pins >= maxPins {
+		return false
+	}
+	t := s.randomTemplate()
+	if t == nil {
+		return false
+	}
+	k := t.key
+	p := &policy{ns: k.NS, pin: &k}
+	if s.m.policies[p.key()] != nil {
+		return false
+	}
+	s.createPolicyOf(p)
 	return true
 }
 

@@ -1,9 +1,9 @@
 // Package soak is a chaos soak of Flotilla on a local fleet: a host with its own
 // kube-controller-manager and three apiserver-only members, and the manager binary running
 // as its ServiceAccount in a separate process. A seeded random loop creates, edits and
-// deletes templates (Deployments, ConfigMaps, Services), PropagationPolicies (which preempt),
-// ClusterPropagationPolicies, OverridePolicies and ClusterOverridePolicies in three opted-in
-// namespaces, while SIGKILLing the manager, stopping member apiservers, rotating member
+// deletes templates (Deployments, ConfigMaps, Services), PropagationPolicies (some naming one
+// template, which preempt), ClusterPropagationPolicies, OverridePolicies and
+// ClusterOverridePolicies in three opted-in namespaces, while SIGKILLing the manager, stopping member apiservers, rotating member
 // tokens and opting namespaces out and in. Then it
 // restores everything, waits for quiet and checks that the members hold exactly what the
 // templates, policies and overrides say, that every binding is FullyApplied, that nothing
@@ -347,7 +347,7 @@ var soakNamespaces = []string{"soak-a", "soak-b", "soak-c"}
 // populate creates the namespaces, a first set of policies, templates and an override, and
 // waits until they are propagated: the baseline.
 func (s *soaker) populate() {
-	s.m = newModel(soakNamespaces, []string{"g1", "g2", "g3"})
+	s.m = newModel(soakNamespaces, []string{"g1", "g2", "g3"}, []string{"c1", "c2"})
 	for _, ns := range soakNamespaces {
 		s.must("create namespace "+ns, func(ctx context.Context) error {
 			err := s.host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
@@ -370,15 +370,14 @@ func (s *soaker) populate() {
 			s.journal("create %s group=%s %s", t.key, t.group, t.describe())
 		}
 	}
-	// g3 has a ClusterPropagationPolicy, which the PropagationPolicies created for it later
-	// preempt.
-	cpp := &policy{cluster: true, group: "g3", clusters: randomClusters(s.rng), mode: randomMode(s.rng)}
+	// c1 has a ClusterPropagationPolicy, c2 waits for one.
+	cpp := &policy{cluster: true, group: "c1", clusters: randomClusters(s.rng), mode: randomMode(s.rng)}
 	s.writePolicy(cpp, true)
 	s.journal("create %s clusters=%v mode=%q", cpp, cpp.clusters, cpp.mode)
 	o := &override{ns: soakNamespaces[0], name: "ol-0", clusters: []string{"member1", "member3"}}
 	s.writeOverride(o, true)
 	s.journal("create labels %s group=%q clusters=%v", o, o.group, o.clusters)
-	co := &override{cluster: true, name: "col-0", group: "g2", clusters: []string{"member2"}}
+	co := &override{cluster: true, name: "col-0", clusters: []string{"member2"}}
 	s.writeOverride(co, true)
 	s.journal("create labels %s group=%q clusters=%v", co, co.group, co.clusters)
 
