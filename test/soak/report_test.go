@@ -136,6 +136,20 @@ func (s *soaker) summary(res *result, restored, converged time.Duration, violati
 	}
 	row("at the end: templates (Deploy/ConfigMap/Service)", fmt.Sprintf("%d (%d/%d/%d)", len(s.m.templates), nd, ncm, nsvc))
 	row("at the end: policies, overrides", fmt.Sprintf("%d, %d", len(s.m.policies), len(s.m.overrides)))
+	var byPP, byCPP, byPin, unbound int
+	for _, t := range s.m.templates {
+		switch p := s.m.policyOf(t); {
+		case !s.m.bound(t):
+			unbound++
+		case p.pin != nil:
+			byPin++
+		case p.cluster:
+			byCPP++
+		default:
+			byPP++
+		}
+	}
+	row("at the end: claimed by PP / CPP / pin, unbound", fmt.Sprintf("%d / %d / %d, %d", byPP, byCPP, byPin, unbound))
 	if res != nil {
 		row("member objects checked", res.checked)
 		row("kept member objects of unbound templates", res.kept)
