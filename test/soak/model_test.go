@@ -114,6 +114,9 @@ type template struct {
 	// allow: clusters where a stale object was observed (and tolerated) at the last
 	// checkpoint.
 	allow set
+	// preserve: a policy with preserveResourcesOnDeletion may have bound the template since
+	// the last checkpoint, so deleting it may leave its objects wherever it was (seen).
+	preserve bool
 }
 
 // Replica scheduling modes of the soak's policies.
@@ -140,6 +143,9 @@ type policy struct {
 	ns, group string   // ns is empty for a ClusterPropagationPolicy; group is empty for a pin
 	clusters  []string // sorted, non-empty
 	mode      string
+	// preserve is preserveResourcesOnDeletion: a deleted template's member objects stay.
+	// Set when the policy is created, never edited.
+	preserve bool
 }
 
 // pinPriority is the pins' spec.priority: above the PropagationPolicies' 0.
@@ -271,6 +277,17 @@ func (m *model) policyOf(t *template) *policy {
 	return nil
 }
 
+// preserving reports whether a policy that may claim the template in that group preserves
+// member objects on deletion.
+func (m *model) preserving(k tkey, group string) bool {
+	for _, key := range policyKeys(k, group) {
+		if p := m.policies[key]; p != nil && p.preserve {
+			return true
+		}
+	}
+	return false
+}
+
 // lastTargetsOf are the clusters the newest policies that would select the template in that
 // group targeted.
 func (m *model) lastTargetsOf(k tkey, group string) []string {
@@ -349,6 +366,7 @@ func (m *model) expectedImage(t *template, cluster string) string {
 func (m *model) addTemplate(t *template) {
 	t.seen, t.allow = set{}, set{}
 	t.seen.addAll(m.lastTargetsOf(t.key, t.group)...)
+	t.preserve = m.preserving(t.key, t.group)
 	// Created while unbound: a manager that has not caught up may still propagate it and
 	// then unbind it.
 	t.dirty = !m.bound(t)
@@ -359,7 +377,7 @@ func (m *model) deleteTemplate(k tkey) {
 	t := m.templates[k]
 	g := set{}
 	g.addAll(t.allow.sorted()...)
-	if t.dirty {
+	if t.dirty || t.preserve {
 		g.addAll(t.seen.sorted()...)
 	}
 	m.graveyard[k] = g
@@ -372,6 +390,7 @@ func (m *model) setGroup(t *template, group string) {
 	t.group = group
 	t.labels[groupLabel] = group
 	t.seen.addAll(m.lastTargetsOf(t.key, group)...)
+	t.preserve = t.preserve || m.preserving(t.key, group)
 }
 
 // setPolicy records a created or edited policy. A pin takes its template from the policy that
@@ -382,6 +401,7 @@ func (m *model) setPolicy(p *policy) {
 	for _, t := range m.templates {
 		if p.covers(t) {
 			t.seen.addAll(p.clusters...)
+			t.preserve = t.preserve || p.preserve
 		}
 	}
 }
@@ -414,8 +434,10 @@ func (m *model) settled(t *template, extras set) {
 	t.allow = set{}
 	t.allow.addAll(extras.sorted()...)
 	t.seen = set{}
+	t.preserve = false
 	if p := m.policyOf(t); p != nil {
 		t.seen.addAll(p.clusters...)
+		t.preserve = p.preserve
 	}
 	if m.bound(t) {
 		t.dirty = false

@@ -366,3 +366,24 @@ func TestClusterOverrides(t *testing.T) {
 	delete(s.overrides, "/col-8")
 	mustFind(t, check(m, s), "harness: ClusterOverridePolicy col-8 is missing")
 }
+
+// A template deleted while a policy with preserveResourcesOnDeletion binds it may leave its
+// objects where it was; one deleted under a policy that does not preserve may not.
+func TestPreservedObjectsOfDeletedTemplates(t *testing.T) {
+	m := testModel()
+	d1, d2 := tkey{kindDeployment, "ns", "d-1"}, tkey{kindDeployment, "ns", "d-2"}
+	p := *m.policies["ns/pp-g2"]
+	p.preserve = true
+	m.setPolicy(&p)
+	for _, tt := range m.templates {
+		m.settled(tt, nil)
+	}
+	before := ideal(m)
+	m.deleteTemplate(d1)
+	m.deleteTemplate(d2)
+	s := ideal(m)
+	s.members["member2"][d2] = before.members["member2"][d2]
+	mustClean(t, check(m, s))
+	s.members["member1"][d1] = before.members["member1"][d1]
+	mustFind(t, check(m, s), "Deployment ns/d-1: extra managed object in member1: its template was deleted")
+}

@@ -80,13 +80,16 @@ func (p *policy) placement() policyv1alpha1.Placement {
 
 // spec is the policy's spec: pins name their template and preempt (see policy).
 func (p *policy) spec() policyv1alpha1.PropagationSpec {
+	spec := policyv1alpha1.PropagationSpec{ResourceSelectors: groupSelectors(p.group), Placement: p.placement()}
 	if p.pin != nil {
 		k := *p.pin
-		return policyv1alpha1.PropagationSpec{Placement: p.placement(), Priority: ptr.To[int32](pinPriority),
-			Preemption: policyv1alpha1.PreemptAlways, ResourceSelectors: []policyv1alpha1.ResourceSelector{
-				{APIVersion: k.Kind.apiVersion(), Kind: string(k.Kind), Namespace: k.NS, Name: k.Name}}}
+		spec.Priority, spec.Preemption = ptr.To[int32](pinPriority), policyv1alpha1.PreemptAlways
+		spec.ResourceSelectors = []policyv1alpha1.ResourceSelector{{APIVersion: k.Kind.apiVersion(), Kind: string(k.Kind), Namespace: k.NS, Name: k.Name}}
 	}
-	return policyv1alpha1.PropagationSpec{ResourceSelectors: groupSelectors(p.group), Placement: p.placement()}
+	if p.preserve {
+		spec.PreserveResourcesOnDeletion = ptr.To(true)
+	}
+	return spec
 }
 
 // object is the PropagationPolicy or ClusterPropagationPolicy.

@@ -366,9 +366,9 @@ func (s *soaker) pinTemplate() bool {
 }
 
 func (s *soaker) createPolicyOf(p *policy) {
-	p.clusters, p.mode = randomClusters(s.rng), randomMode(s.rng)
+	p.clusters, p.mode, p.preserve = randomClusters(s.rng), randomMode(s.rng), s.rng.IntN(4) == 0
 	s.writePolicy(p, true)
-	s.journal("create %s clusters=%v mode=%q", p, p.clusters, p.mode)
+	s.journal("create %s clusters=%v mode=%q preserveResourcesOnDeletion=%t", p, p.clusters, p.mode, p.preserve)
 }
 
 // writePolicy creates the policy or updates its placement.

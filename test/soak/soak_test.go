@@ -2,8 +2,8 @@
 // kube-controller-manager and three apiserver-only members, and the manager binary running
 // as its ServiceAccount in a separate process. A seeded random loop creates, edits and
 // deletes templates (Deployments, ConfigMaps, Services), PropagationPolicies (some naming one
-// template, which preempt), ClusterPropagationPolicies, OverridePolicies and
-// ClusterOverridePolicies in three opted-in namespaces, while SIGKILLing the manager, stopping member apiservers, rotating member
+// template, which preempt; some with preserveResourcesOnDeletion), ClusterPropagationPolicies,
+// OverridePolicies and ClusterOverridePolicies in three opted-in namespaces, while SIGKILLing the manager, stopping member apiservers, rotating member
 // tokens and opting namespaces out and in. Then it
 // restores everything, waits for quiet and checks that the members hold exactly what the
 // templates, policies and overrides say, that every binding is FullyApplied, that nothing
