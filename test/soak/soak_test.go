@@ -3,11 +3,12 @@
 // as its ServiceAccount in a separate process. A seeded random loop creates, edits and
 // deletes templates (Deployments, ConfigMaps, Services), PropagationPolicies (some naming one
 // template, which preempt; some with preserveResourcesOnDeletion), ClusterPropagationPolicies,
-// OverridePolicies and ClusterOverridePolicies in three opted-in namespaces, while SIGKILLing the manager, stopping member apiservers, rotating member
-// tokens and opting namespaces out and in. Then it
-// restores everything, waits for quiet and checks that the members hold exactly what the
-// templates, policies and overrides say, that every binding is FullyApplied, that nothing
-// is stuck on a finalizer and that no Work points at a missing Cluster.
+// OverridePolicies and ClusterOverridePolicies in three opted-in namespaces, while
+// SIGKILLing the manager, stopping member apiservers, rotating member tokens and opting
+// namespaces out and in. Then it restores everything, waits for quiet and checks that the
+// members hold exactly what the templates, policies and overrides say, that every binding is
+// FullyApplied, that nothing is stuck on a finalizer and that no Work points at a missing
+// Cluster.
 //
 // `go test ./test/soak/` (part of `make test`, skipped with -short) runs a short soak of
 // about 90 seconds of chaos; `make soak` runs the long one (-soak.long, 10 minutes unless
