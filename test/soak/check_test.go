@@ -32,6 +32,7 @@ type objView struct {
 	finalizers  []string
 	replicas    int32
 	image       string
+	ref         string // a Deployment's envFrom ConfigMap
 	data        string
 	port        int32
 }
@@ -49,6 +50,11 @@ func viewOf(o client.Object) *objView {
 		}
 		if cs := x.Spec.Template.Spec.Containers; len(cs) > 0 {
 			v.image = cs[0].Image
+			for _, e := range cs[0].EnvFrom {
+				if e.ConfigMapRef != nil {
+					v.ref = e.ConfigMapRef.Name
+				}
+			}
 		}
 	case *corev1.ConfigMap:
 		v.key.Kind = kindConfigMap
@@ -370,18 +376,48 @@ func check(m *model, s *snapshot) *result {
 	targets := map[tkey]set{}
 	bindingOf := map[tkey]*workv1alpha2.ResourceBinding{}
 	expectedBindings := map[string]bool{}
-	for _, t := range m.sortedTemplates() {
+	// ConfigMaps last: where one must be depends on the Deployments that take env from it.
+	ordered := m.sortedTemplates()
+	slices.SortStableFunc(ordered, func(a, b *template) int {
+		return cmpBool(a.key.Kind == kindConfigMap, b.key.Kind == kindConfigMap)
+	})
+	for _, t := range ordered {
 		k := t.key
 		host := s.templates[k]
 		if host == nil {
 			r.add(&k, "harness: template is missing on the host")
 			continue
 		}
+		// needed: the clusters of the Deployments that propagate this ConfigMap.
+		needed := set{}
+		var neededBy []string
+		for _, d := range m.needers(t) {
+			needed.addAll(targets[d.key].sorted()...)
+			neededBy = append(neededBy, d.key.Name)
+		}
 		if got, want := soakOwned(host.labels), t.labels; !mapsEqual(got, want) {
 			r.add(&k, "harness: template labels %s, the soak wrote %s", fmtMap(got), fmtMap(want))
 		}
 		rbKey := k.NS + "/" + k.bindingName()
 		rb := s.bindings[rbKey]
+		if !m.bound(t) && len(needed) > 0 {
+			// Unclaimed, but needed: an attached binding, no placement of its own.
+			if claim := claimOf(host.labels); claim != "" {
+				r.add(&k, "template is still claimed (%s) although %s", claim, whyUnbound(m, t))
+			}
+			expectedBindings[rbKey] = true
+			targets[k] = needed
+			switch {
+			case rb == nil:
+				r.add(&k, "no ResourceBinding %s although Deployments %v propagate it to %v", rbKey, neededBy, needed)
+			case rb.DeletionTimestamp != nil:
+				r.add(&k, "ResourceBinding %s is being deleted (finalizers %v) although Deployments %v propagate it", rbKey, rb.Finalizers, neededBy)
+			default:
+				bindingOf[k] = rb
+				checkNeeded(r, k, rb, needed, neededBy)
+			}
+			continue
+		}
 		if !m.bound(t) {
 			if claim := claimOf(host.labels); claim != "" {
 				r.add(&k, "template is still claimed (%s) although %s", claim, whyUnbound(m, t))
@@ -422,6 +458,10 @@ func check(m *model, s *snapshot) *result {
 		tset := set{}
 		for _, tc := range rb.Spec.Clusters {
 			tset[tc.Name] = true
+		}
+		if len(needed) > 0 {
+			checkNeeded(r, k, rb, needed, neededBy)
+			tset.addAll(needed.sorted()...)
 		}
 		targets[k] = tset
 	}
@@ -491,6 +531,28 @@ func check(m *model, s *snapshot) *result {
 	return r
 }
 
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	default:
+		return -1
+	}
+}
+
+// checkNeeded checks that a ConfigMap's binding sends it to every cluster of the Deployments
+// that propagate it.
+func checkNeeded(r *result, k tkey, rb *workv1alpha2.ResourceBinding, needed set, neededBy []string) {
+	got := setOf(bindings.Scheduled(&rb.Spec)...)
+	for _, c := range needed.sorted() {
+		if !got[c] {
+			r.add(&k, "ResourceBinding %s/%s targets %v, not %s, where Deployments %v need it", rb.Namespace, rb.Name, got, c, neededBy)
+		}
+	}
+}
+
 func mapsEqual(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false
@@ -534,8 +596,15 @@ func whyUnbound(m *model, t *template) string {
 }
 
 func placementOf(m *model, t *template, rb *workv1alpha2.ResourceBinding) string {
-	p := m.policyOf(t)
-	s := fmt.Sprintf("%s targets %v", p, p.clusters)
+	var s string
+	if p := m.policyOf(t); p != nil && m.bound(t) {
+		s = fmt.Sprintf("%s targets %v", p, p.clusters)
+	} else {
+		s = whyUnbound(m, t)
+	}
+	for _, d := range m.needers(t) {
+		s += ", Deployment " + d.key.Name + " needs it"
+	}
 	if rb != nil {
 		s += ", binding clusters " + describeClusters(rb.Spec.Clusters)
 	}
@@ -688,7 +757,7 @@ func checkWorks(r *result, m *model, s *snapshot, bindingOf map[tkey]*workv1alph
 	}
 	for k, rb := range bindingOf {
 		k := k
-		for _, tc := range rb.Spec.Clusters {
+		for _, tc := range bindings.Targets(&rb.Spec) {
 			name := wellknown.ExecutionNamespace(tc.Name) + "/" + bindings.WorkName(string(k.Kind), k.NS, k.Name)
 			w := byName[name]
 			if w == nil {
@@ -721,6 +790,9 @@ func checkMemberObject(r *result, m *model, t *template, cluster string, o, host
 	case kindDeployment:
 		if want := m.expectedImage(t, cluster); o.image != want {
 			r.add(&k, "%s image %q, want %q", where, o.image, want)
+		}
+		if o.ref != t.ref {
+			r.add(&k, "%s takes env from ConfigMap %q, want %q", where, o.ref, t.ref)
 		}
 		want, known := t.replicas, true
 		if p := m.policyOf(t); p != nil && p.divided() && t.replicas > 0 {

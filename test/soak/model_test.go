@@ -104,6 +104,7 @@ type template struct {
 	annotations map[string]string // every annotation the soak owns
 	replicas    int32             // Deployment
 	image       string            // Deployment
+	ref         string            // Deployment: the ConfigMap of its namespace it takes env from, if any
 	data        string            // ConfigMap
 	port        int32             // Service
 
@@ -117,6 +118,9 @@ type template struct {
 	// preserve: a policy with preserveResourcesOnDeletion may have bound the template since
 	// the last checkpoint, so deleting it may leave its objects wherever it was (seen).
 	preserve bool
+	// deps: a policy with propagateDeps may have bound the Deployment since the last
+	// checkpoint, so its ConfigMap may have gone wherever it was.
+	deps bool
 }
 
 // Replica scheduling modes of the soak's policies.
@@ -144,8 +148,9 @@ type policy struct {
 	clusters  []string // sorted, non-empty
 	mode      string
 	// preserve is preserveResourcesOnDeletion: a deleted template's member objects stay.
-	// Set when the policy is created, never edited.
-	preserve bool
+	// deps is propagateDeps: a Deployment's ConfigMap goes where the Deployment goes. Both are
+	// set when the policy is created, never edited.
+	preserve, deps bool
 }
 
 // pinPriority is the pins' spec.priority: above the PropagationPolicies' 0.
@@ -278,14 +283,74 @@ func (m *model) policyOf(t *template) *policy {
 }
 
 // preserving reports whether a policy that may claim the template in that group preserves
-// member objects on deletion.
-func (m *model) preserving(k tkey, group string) bool {
+// member objects on deletion, and whether one propagates dependencies.
+func (m *model) preserving(k tkey, group string) (preserve, deps bool) {
 	for _, key := range policyKeys(k, group) {
-		if p := m.policies[key]; p != nil && p.preserve {
-			return true
+		if p := m.policies[key]; p != nil {
+			preserve, deps = preserve || p.preserve, deps || p.deps
 		}
 	}
-	return false
+	return preserve, deps
+}
+
+// refOf is the live ConfigMap a Deployment takes env from, if any.
+func (m *model) refOf(d *template) *template {
+	if d.key.Kind != kindDeployment || d.ref == "" {
+		return nil
+	}
+	return m.templates[tkey{Kind: kindConfigMap, NS: d.key.NS, Name: d.ref}]
+}
+
+// needs reports whether the Deployment propagates its ConfigMap now: bound by a policy with
+// propagateDeps.
+func (m *model) needs(d *template) bool {
+	return m.refOf(d) != nil && m.bound(d) && m.policyOf(d).deps
+}
+
+// needers are the live Deployments that propagate the ConfigMap now.
+func (m *model) needers(c *template) []*template {
+	var out []*template
+	for _, d := range m.sortedTemplates() {
+		if m.refOf(d) == c && m.needs(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// unlink records that a Deployment may stop propagating its ConfigMap (it goes, or takes env
+// from another): the ConfigMap may be left where the Deployment was.
+func (m *model) unlink(d *template) {
+	if c := m.refOf(d); c != nil && d.deps {
+		c.dirty = true
+		c.seen.addAll(d.seen.sorted()...)
+		c.preserve = c.preserve || d.preserve
+	}
+}
+
+// linkDeps carries what may have happened to each Deployment since the last checkpoint over
+// to the ConfigMap it takes env from, when a policy with propagateDeps may have bound it: the
+// ConfigMap may have gone wherever the Deployment was, and is left there when the Deployment
+// is unbound (or stops propagating it). Called after every change of the model.
+func (m *model) linkDeps() {
+	for _, d := range m.templates {
+		c := m.refOf(d)
+		if c == nil || !d.deps {
+			continue
+		}
+		c.seen.addAll(d.seen.sorted()...)
+		c.preserve = c.preserve || d.preserve
+		if d.dirty || !m.needs(d) {
+			c.dirty = true
+		}
+	}
+}
+
+// setRef records a Deployment's new ConfigMap reference ("" for none).
+func (m *model) setRef(d *template, ref string) {
+	m.unlink(d)
+	d.ref = ref
+	m.linkDeps()
 }
 
 // lastTargetsOf are the clusters the newest policies that would select the template in that
@@ -366,15 +431,17 @@ func (m *model) expectedImage(t *template, cluster string) string {
 func (m *model) addTemplate(t *template) {
 	t.seen, t.allow = set{}, set{}
 	t.seen.addAll(m.lastTargetsOf(t.key, t.group)...)
-	t.preserve = m.preserving(t.key, t.group)
+	t.preserve, t.deps = m.preserving(t.key, t.group)
 	// Created while unbound: a manager that has not caught up may still propagate it and
 	// then unbind it.
 	t.dirty = !m.bound(t)
 	m.templates[t.key] = t
+	m.linkDeps()
 }
 
 func (m *model) deleteTemplate(k tkey) {
 	t := m.templates[k]
+	m.unlink(t)
 	g := set{}
 	g.addAll(t.allow.sorted()...)
 	if t.dirty || t.preserve {
@@ -382,6 +449,7 @@ func (m *model) deleteTemplate(k tkey) {
 	}
 	m.graveyard[k] = g
 	delete(m.templates, k)
+	m.linkDeps()
 }
 
 func (m *model) setGroup(t *template, group string) {
@@ -390,7 +458,9 @@ func (m *model) setGroup(t *template, group string) {
 	t.group = group
 	t.labels[groupLabel] = group
 	t.seen.addAll(m.lastTargetsOf(t.key, group)...)
-	t.preserve = t.preserve || m.preserving(t.key, group)
+	preserve, deps := m.preserving(t.key, group)
+	t.preserve, t.deps = t.preserve || preserve, t.deps || deps
+	m.linkDeps()
 }
 
 // setPolicy records a created or edited policy. A pin takes its template from the policy that
@@ -401,9 +471,10 @@ func (m *model) setPolicy(p *policy) {
 	for _, t := range m.templates {
 		if p.covers(t) {
 			t.seen.addAll(p.clusters...)
-			t.preserve = t.preserve || p.preserve
+			t.preserve, t.deps = t.preserve || p.preserve, t.deps || p.deps
 		}
 	}
+	m.linkDeps()
 }
 
 // deletePolicy records a deleted policy: the templates it claimed are released (and a pin's
@@ -415,6 +486,7 @@ func (m *model) deletePolicy(p *policy) {
 			t.dirty = true
 		}
 	}
+	m.linkDeps()
 }
 
 func (m *model) setLabelled(ns string, labelled bool) {
@@ -426,6 +498,7 @@ func (m *model) setLabelled(ns string, labelled bool) {
 			}
 		}
 	}
+	m.linkDeps()
 }
 
 // settled records a checkpoint at which the template was exactly as expected, with stale
@@ -434,12 +507,13 @@ func (m *model) settled(t *template, extras set) {
 	t.allow = set{}
 	t.allow.addAll(extras.sorted()...)
 	t.seen = set{}
-	t.preserve = false
+	t.preserve, t.deps = false, false
 	if p := m.policyOf(t); p != nil {
 		t.seen.addAll(p.clusters...)
-		t.preserve = p.preserve
+		t.preserve, t.deps = p.preserve, p.deps
 	}
 	if m.bound(t) {
 		t.dirty = false
 	}
+	m.linkDeps()
 }

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,40 +47,57 @@ func ideal(m *model) *snapshot {
 	for _, o := range m.overrides {
 		s.overrides[o.key()] = o.object()
 	}
-	for _, t := range m.templates {
+	// ConfigMaps last: they go where the Deployments that need them go.
+	ordered := m.sortedTemplates()
+	slices.SortStableFunc(ordered, func(a, b *template) int {
+		return cmpBool(a.key.Kind == kindConfigMap, b.key.Kind == kindConfigMap)
+	})
+	for _, t := range ordered {
 		host := &objView{key: t.key, uid: "uid-" + t.key.Name, labels: maps.Clone(t.labels), annotations: maps.Clone(t.annotations),
-			replicas: t.replicas, image: t.image, data: t.data, port: t.port}
+			replicas: t.replicas, image: t.image, ref: t.ref, data: t.data, port: t.port}
 		s.templates[t.key] = host
-		if !m.bound(t) {
+		var requiredBy []workv1alpha2.BindingSnapshot
+		for _, d := range m.needers(t) {
+			drb := s.bindings[d.key.NS+"/"+d.key.bindingName()]
+			requiredBy = append(requiredBy, workv1alpha2.BindingSnapshot{Namespace: drb.Namespace, Name: drb.Name, Clusters: drb.Spec.Clusters})
+		}
+		if !m.bound(t) && len(requiredBy) == 0 {
 			continue
 		}
-		p := m.policyOf(t)
-		pp := s.policies[p.ns+"/"+p.name()]
-		host.labels[claimLabel(p)] = string(pp.GetUID())
-		placement := p.placement()
 		var replicas int32
 		if t.key.Kind == kindDeployment {
 			replicas = t.replicas
 		}
 		rb := &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: t.key.NS, Name: t.key.bindingName(), Generation: 2,
 			UID:    types.UID("rb-" + t.key.Name),
-			Labels: map[string]string{claimLabel(p): string(pp.GetUID()), wellknown.ResourceBindingPermanentIDLabel: "rb-" + t.key.Name}},
+			Labels: map[string]string{wellknown.ResourceBindingPermanentIDLabel: "rb-" + t.key.Name}},
 			Spec: workv1alpha2.ResourceBindingSpec{Resource: workv1alpha2.ObjectReference{Kind: string(t.key.Kind), Namespace: t.key.NS, Name: t.key.Name, UID: types.UID(host.uid)},
-				Replicas: replicas, Placement: &placement},
+				Replicas: replicas, RequiredBy: requiredBy},
 			Status: workv1alpha2.ResourceBindingStatus{Conditions: []metav1.Condition{{Type: wellknown.ConditionFullyApplied, Status: metav1.ConditionTrue, ObservedGeneration: 2}}}}
-		for i, c := range p.clusters {
-			r := replicas
-			if p.divided() && replicas > 0 {
-				n := int32(len(p.clusters))
-				r = replicas / n
-				if int32(i) < replicas%n {
-					r++
+		if m.bound(t) {
+			p := m.policyOf(t)
+			pp := s.policies[p.ns+"/"+p.name()]
+			host.labels[claimLabel(p)] = string(pp.GetUID())
+			rb.Labels[claimLabel(p)] = string(pp.GetUID())
+			placement := p.placement()
+			rb.Spec.Placement = &placement
+			for i, c := range p.clusters {
+				r := replicas
+				if p.divided() && replicas > 0 {
+					n := int32(len(p.clusters))
+					r = replicas / n
+					if int32(i) < replicas%n {
+						r++
+					}
+					if r == 0 {
+						continue
+					}
 				}
-				if r == 0 {
-					continue
-				}
+				rb.Spec.Clusters = append(rb.Spec.Clusters, workv1alpha2.TargetCluster{Name: c, Replicas: r})
 			}
-			rb.Spec.Clusters = append(rb.Spec.Clusters, workv1alpha2.TargetCluster{Name: c, Replicas: r})
+		}
+		for _, tc := range bindings.Targets(&rb.Spec) {
+			c := tc.Name
 			w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: wellknown.ExecutionNamespace(c),
 				Name: bindings.WorkName(string(t.key.Kind), t.key.NS, t.key.Name), Generation: 1,
 				Labels:      map[string]string{wellknown.ResourceBindingPermanentIDLabel: "rb-" + t.key.Name},
@@ -87,7 +105,7 @@ func ideal(m *model) *snapshot {
 				Status: workv1alpha1.WorkStatus{Conditions: []metav1.Condition{{Type: wellknown.WorkConditionApplied, Status: metav1.ConditionTrue, ObservedGeneration: 1}}}}
 			s.works = append(s.works, w)
 			obj := &objView{key: t.key, labels: m.expectedLabels(t, c), annotations: maps.Clone(t.annotations),
-				replicas: r, image: m.expectedImage(t, c), data: t.data, port: t.port}
+				replicas: tc.Replicas, image: m.expectedImage(t, c), ref: t.ref, data: t.data, port: t.port}
 			obj.labels[wellknown.ManagedLabel] = wellknown.ManagedLabelValue
 			obj.annotations[wellknown.ResourceTemplateUIDAnnotation] = host.uid
 			s.members[c][t.key] = obj
@@ -386,4 +404,54 @@ func TestPreservedObjectsOfDeletedTemplates(t *testing.T) {
 	mustClean(t, check(m, s))
 	s.members["member1"][d1] = before.members["member1"][d1]
 	mustFind(t, check(m, s), "Deployment ns/d-1: extra managed object in member1: its template was deleted")
+}
+
+// A ConfigMap a Deployment takes env from goes with it when the Deployment's policy
+// propagates dependencies: through an attached binding when no policy of its own claims it,
+// added to its own placement when one does.
+func TestDependencies(t *testing.T) {
+	m := testModel()
+	d2, cm3, cm5 := tkey{kindDeployment, "ns", "d-2"}, tkey{kindConfigMap, "ns", "cm-3"}, tkey{kindConfigMap, "ns", "cm-5"}
+	m.addTemplate(&template{key: cm5, group: "c1", labels: map[string]string{appLabel: "cm-5", groupLabel: "c1"},
+		annotations: map[string]string{labelPrefix + "note": "n"}, data: "v"})
+	p := *m.policies["ns/pp-g2"] // d-2 on member2
+	p.deps = true
+	m.setPolicy(&p)
+	m.setRef(m.templates[d2], "cm-5")
+	s := ideal(m)
+	mustClean(t, check(m, s))
+	if s.members["member2"][cm5] == nil || s.bindings["ns/cm-5-configmap"] == nil {
+		t.Fatalf("cm-5 should be in member2 through an attached binding: %v", s.members["member2"])
+	}
+	bad := ideal(m)
+	delete(bad.members["member2"], cm5)
+	mustFind(t, check(m, bad), "ConfigMap ns/cm-5: missing in member2", "Deployment d-2 needs it")
+	bad = ideal(m)
+	delete(bad.bindings, "ns/cm-5-configmap")
+	mustFind(t, check(m, bad), "ConfigMap ns/cm-5: no ResourceBinding ns/cm-5-configmap although Deployments [d-2] propagate it")
+	bad = ideal(m)
+	bad.bindings["ns/cm-5-configmap"].Spec.RequiredBy = nil
+	mustFind(t, check(m, bad), "ResourceBinding ns/cm-5-configmap targets [], not member2, where Deployments [d-2] need it")
+	bad = ideal(m)
+	bad.members["member2"][d2].ref = ""
+	mustFind(t, check(m, bad), "Deployment ns/d-2: in member2 takes env from ConfigMap \"\", want \"cm-5\"")
+
+	// A ConfigMap with a policy of its own goes there too.
+	m.setRef(m.templates[d2], "cm-3")
+	s = ideal(m)
+	if s.members["member2"][cm3] == nil || s.members["member1"][cm3] == nil {
+		t.Fatal("cm-3 should be in member1 (its policy) and member2 (d-2 needs it)")
+	}
+	mustClean(t, check(m, s))
+
+	// The Deployment stopped taking env from cm-5: it may have been left in member2 until
+	// the next checkpoint, not after it.
+	before := ideal(m)
+	before.members["member2"][cm5] = &objView{key: cm5, labels: map[string]string{appLabel: "cm-5", groupLabel: "c1", wellknown.ManagedLabel: wellknown.ManagedLabelValue},
+		annotations: map[string]string{labelPrefix + "note": "n", wellknown.ResourceTemplateUIDAnnotation: "uid-cm-5"}, data: "v"}
+	mustClean(t, check(m, before))
+	for _, tt := range m.templates {
+		m.settled(tt, nil)
+	}
+	mustFind(t, check(m, before), "ConfigMap ns/cm-5: extra managed object in member2")
 }

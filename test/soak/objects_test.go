@@ -24,7 +24,7 @@ func (t *template) object() client.Object {
 			Replicas: ptr.To(t.replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: sel},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: "app", Image: t.image, Resources: corev1.ResourceRequirements{
+				Containers: []corev1.Container{{Name: "app", Image: t.image, EnvFrom: envFrom(t.ref), Resources: corev1.ResourceRequirements{
 					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}}}}}},
 		}}
 	case kindConfigMap:
@@ -33,6 +33,14 @@ func (t *template) object() client.Object {
 		return &corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{Selector: sel,
 			Ports: []corev1.ServicePort{{Name: "http", Port: t.port, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}}}
 	}
+}
+
+// envFrom takes env from the ConfigMap ref: what makes it a dependency.
+func envFrom(ref string) []corev1.EnvFromSource {
+	if ref == "" {
+		return nil
+	}
+	return []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ref}}}}
 }
 
 // emptyObject is an object of the template's kind with only its namespace and name.
@@ -89,6 +97,7 @@ func (p *policy) spec() policyv1alpha1.PropagationSpec {
 	if p.preserve {
 		spec.PreserveResourcesOnDeletion = ptr.To(true)
 	}
+	spec.PropagateDeps = p.deps
 	return spec
 }
 

@@ -31,6 +31,7 @@ var workloadOps = []workloadOp{
 	{"edit labels/annotations (metadata only)", 10, (*soaker).editMetadata},
 	{"edit ConfigMap data / Service port", 5, (*soaker).editSpec},
 	{"move template to another group", 4, (*soaker).moveGroup},
+	{"edit a Deployment's ConfigMap (envFrom)", 4, (*soaker).editRef},
 	{"create policy", 4, (*soaker).createPolicy},
 	{"create cluster policy", 2, (*soaker).createClusterPolicy},
 	{"pin template (preempting policy)", 2, (*soaker).pinTemplate},
@@ -111,12 +112,54 @@ func (s *soaker) newTemplate(ns string) *template {
 	case kindDeployment:
 		t.replicas = int32(s.rng.IntN(7)) // 0..6: zero is a Duplicated corner
 		t.image = fmt.Sprintf("%s:v%d", imageRepo, 1+s.rng.IntN(9))
+		if s.rng.IntN(2) == 0 {
+			t.ref = s.randomConfigMap(ns)
+		}
 	case kindConfigMap:
 		t.data = "v" + strconv.Itoa(n)
 	case kindService:
 		t.port = int32(80 + s.rng.IntN(20))
 	}
 	return t
+}
+
+// randomConfigMap is the name of a live ConfigMap template of the namespace, or "".
+func (s *soaker) randomConfigMap(ns string) string {
+	var names []string
+	for _, t := range s.m.sortedTemplates() {
+		if t.key.Kind == kindConfigMap && t.key.NS == ns {
+			names = append(names, t.key.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return pick(s.rng, names)
+}
+
+// editRef makes a Deployment take env from another ConfigMap of its namespace, or from none:
+// with propagateDeps, the ConfigMap it names goes where it goes.
+func (s *soaker) editRef() bool {
+	t := s.randomTemplate(kindDeployment)
+	if t == nil {
+		return false
+	}
+	ref := ""
+	if t.ref == "" || s.rng.IntN(3) > 0 {
+		ref = s.randomConfigMap(t.key.NS)
+	}
+	if ref == t.ref {
+		return false
+	}
+	var envFrom any // null removes it
+	if ref != "" {
+		envFrom = []any{map[string]any{"configMapRef": map[string]any{"name": ref}}}
+	}
+	s.patch(t, types.StrategicMergePatchType, map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+		"containers": []any{map[string]any{"name": "app", "envFrom": envFrom}}}}}})
+	s.m.setRef(t, ref)
+	s.journal("envFrom %s ConfigMap %q", t.key, ref)
+	return true
 }
 
 func (s *soaker) createTemplate() bool {
@@ -139,7 +182,7 @@ func (s *soaker) createTemplate() bool {
 func (t *template) describe() string {
 	switch t.key.Kind {
 	case kindDeployment:
-		return fmt.Sprintf("replicas=%d image=%s", t.replicas, t.image)
+		return fmt.Sprintf("replicas=%d image=%s envFrom=%q", t.replicas, t.image, t.ref)
 	case kindConfigMap:
 		return "data=" + t.data
 	default:
@@ -366,9 +409,9 @@ func (s *soaker) pinTemplate() bool {
 }
 
 func (s *soaker) createPolicyOf(p *policy) {
-	p.clusters, p.mode, p.preserve = randomClusters(s.rng), randomMode(s.rng), s.rng.IntN(4) == 0
+	p.clusters, p.mode, p.preserve, p.deps = randomClusters(s.rng), randomMode(s.rng), s.rng.IntN(4) == 0, s.rng.IntN(3) == 0
 	s.writePolicy(p, true)
-	s.journal("create %s clusters=%v mode=%q preserveResourcesOnDeletion=%t", p, p.clusters, p.mode, p.preserve)
+	s.journal("create %s clusters=%v mode=%q preserveResourcesOnDeletion=%t propagateDeps=%t", p, p.clusters, p.mode, p.preserve, p.deps)
 }
 
 // writePolicy creates the policy or updates its placement.

@@ -2,8 +2,9 @@
 // kube-controller-manager and three apiserver-only members, and the manager binary running
 // as its ServiceAccount in a separate process. A seeded random loop creates, edits and
 // deletes templates (Deployments, ConfigMaps, Services), PropagationPolicies (some naming one
-// template, which preempt; some with preserveResourcesOnDeletion), ClusterPropagationPolicies,
-// OverridePolicies and ClusterOverridePolicies in three opted-in namespaces, while
+// template, which preempt; some with preserveResourcesOnDeletion, some propagating the
+// ConfigMaps Deployments take env from), ClusterPropagationPolicies, OverridePolicies and
+// ClusterOverridePolicies in three opted-in namespaces, while
 // SIGKILLing the manager, stopping member apiservers, rotating member tokens and opting
 // namespaces out and in. Then it restores everything, waits for quiet and checks that the
 // members hold exactly what the templates, policies and overrides say, that every binding is
@@ -358,11 +359,11 @@ func (s *soaker) populate() {
 			}
 			return err
 		})
-		// g1 and g2 have PropagationPolicies, g3 waits for one.
+		// g1 and g2 have PropagationPolicies (g1's propagate dependencies), g3 waits for one.
 		for _, g := range []string{"g1", "g2"} {
-			p := &policy{ns: ns, group: g, clusters: randomClusters(s.rng), mode: randomMode(s.rng)}
+			p := &policy{ns: ns, group: g, clusters: randomClusters(s.rng), mode: randomMode(s.rng), deps: g == "g1"}
 			s.writePolicy(p, true)
-			s.journal("create %s clusters=%v mode=%q", p, p.clusters, p.mode)
+			s.journal("create %s clusters=%v mode=%q propagateDeps=%t", p, p.clusters, p.mode, p.deps)
 		}
 		for range s.cfg.initialTemplatesPerNS {
 			t := s.newTemplate(ns)
