@@ -204,7 +204,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	for name, w := range existing {
 		if !wanted[name] && w.DeletionTimestamp == nil {
-			if err := client.IgnoreNotFound(r.Client.Delete(ctx, w)); err != nil {
+			if err := r.deleteUnscheduled(ctx, w); err != nil {
 				writeErrs = append(writeErrs, fmt.Errorf("cluster %s: delete Work: %w", name, err))
 				continue
 			}
@@ -381,9 +381,8 @@ func (r *Reconciler) render(rb client.Object, tmpl *unstructured.Unstructured, c
 	if bindings.DispatchSuspended(spec, cluster.Name) {
 		work.Spec.SuspendDispatching = ptr.To(true)
 	}
-	if ptr.Deref(spec.PreserveResourcesOnDeletion, false) {
-		work.Spec.PreserveResourcesOnDeletion = ptr.To(true)
-	}
+	// spec.preserveResourcesOnDeletion is not copied here: it keeps member objects when the
+	// binding goes (finalize tells its Works then), not when its placement leaves a cluster.
 	return work, nil
 }
 
@@ -424,6 +423,20 @@ func (r *Reconciler) apply(ctx context.Context, cur, want *workv1alpha1.Work) (b
 		return false, nil
 	}
 	return true, r.Client.Patch(ctx, cur, client.MergeFrom(before))
+}
+
+// deleteUnscheduled deletes the Work of a cluster the binding no longer goes to, and with it
+// its member objects: a Work an earlier version told to preserve them is told otherwise
+// first, since preserving is for the binding's deletion (see finalize).
+func (r *Reconciler) deleteUnscheduled(ctx context.Context, w *workv1alpha1.Work) error {
+	if ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {
+		before := w.DeepCopy()
+		w.Spec.PreserveResourcesOnDeletion = nil
+		if err := r.Client.Patch(ctx, w, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	return client.IgnoreNotFound(r.Client.Delete(ctx, w, client.Preconditions{UID: ptr.To(w.UID)}))
 }
 
 // errWorkGoing says a Work of the same name is being deleted.

@@ -3,6 +3,7 @@ package binding_test
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -363,6 +364,35 @@ var _ = Describe("Removing Works", func() {
 			Namespace: workKey("member2", cm).Namespace, Name: workKey("member2", cm).Name}})).WithContext(ctx).Should(BeTrue(),
 			"not recreated")
 		Expect(getWork(ctx, Default, "member1", cm).UID).To(Equal(w1.UID))
+	})
+
+	// Regression (session 16's soak): preserveResourcesOnDeletion was copied onto every Work,
+	// so a binding that preserves resources left a running copy, still labelled as managed, on
+	// every cluster its placement moved away from. Preserving is for the binding's deletion.
+	It("deletes the member objects of a cluster no longer scheduled, also when the binding preserves resources on deletion", func(ctx SpecContext) {
+		ns := "bind-unschedule-preserve"
+		cm, rb := boundEverywhere(ctx, ns)
+		Expect(env.Host.Patch(ctx, rb, client.RawPatch(types.MergePatchType,
+			[]byte(`{"spec":{"preserveResourcesOnDeletion":true}}`)))).To(Succeed())
+		Eventually(func(g Gomega) {
+			env.Get(ctx, g, rb)
+			g.Expect(ptr.Deref(bindings.Spec(rb).PreserveResourcesOnDeletion, false)).To(BeTrue())
+		}).WithContext(ctx).Should(Succeed())
+		Consistently(func(g Gomega) *bool { return getWork(ctx, g, "member1", cm).Spec.PreserveResourcesOnDeletion }).
+			WithContext(ctx).WithTimeout(2*time.Second).Should(BeNil(), "the Works are told to preserve only when the binding goes")
+
+		By("a Work an earlier version told to preserve")
+		w2 := getWork(ctx, Default, "member2", cm)
+		Expect(env.Host.Patch(ctx, w2, client.RawPatch(types.MergePatchType,
+			[]byte(`{"spec":{"preserveResourcesOnDeletion":true}}`)))).To(Succeed())
+		patch := client.MergeFrom(rb.DeepCopyObject().(client.Object))
+		bindings.Spec(rb).Clusters = fleettest.Scheduled("member1", 0)
+		Expect(env.Host.Patch(ctx, rb, patch)).To(Succeed())
+		expectWorkDeleted(ctx, workKey("member2", cm), false)
+
+		By("the binding deleted: now its Works keep their member objects")
+		Expect(env.Host.Delete(ctx, rb)).To(Succeed())
+		expectWorkDeleted(ctx, workKey("member1", cm), true)
 	})
 
 	It("writes again a Work deleted by hand", func(ctx SpecContext) {
