@@ -133,6 +133,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 	if !inScope {
 		r.warned.Delete(key)
 		_, err := r.unclaim(ctx, tmpl)
+		if errors.Is(err, errRetry) {
+			return ctrl.Result{RequeueAfter: retryAfter}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	// A workload waiting for this template as a dependency goes on now.
@@ -148,6 +151,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 	}
 	if choice.Policy == nil {
 		attached, err := r.unclaim(ctx, tmpl)
+		if errors.Is(err, errRetry) {
+			return ctrl.Result{RequeueAfter: retryAfter}, nil
+		}
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -398,6 +404,11 @@ func (r *Reconciler) unclaim(ctx context.Context, tmpl *metav1.PartialObjectMeta
 // into a dependency's binding: no policy labels, placement or schedule of its own, so it goes
 // where the workloads go (spec.requiredBy). Its resource follows the template, so that
 // changes to it reach the members.
+//
+// Whether workloads require it was read from rb, so the write holds only if rb is the
+// binding's current version (optimistic lock): the last workload may have let go a moment
+// ago, and a binding detached then would stay, required by nothing and claimed by nothing
+// (found by a soak). A conflict is errRetry: the next pass decides on the newer version.
 func (r *Reconciler) detach(ctx context.Context, rb client.Object, tmpl *metav1.PartialObjectMetadata) error {
 	before := rb.DeepCopyObject().(client.Object)
 	labels := rb.GetLabels()
@@ -417,14 +428,21 @@ func (r *Reconciler) detach(ctx context.Context, rb client.Object, tmpl *metav1.
 	if equality.Semantic.DeepEqual(before, rb) {
 		return nil
 	}
-	if len(before.GetLabels()) != len(rb.GetLabels()) {
+	err := r.Client.Patch(ctx, rb, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		return errRetry
+	}
+	if err == nil && len(before.GetLabels()) != len(rb.GetLabels()) {
 		ctrl.LoggerFrom(ctx).Info("Policy released a template that workloads require; it stays where they need it", "binding", rb.GetName())
 	}
-	return client.IgnoreNotFound(r.Client.Patch(ctx, rb, client.MergeFrom(before)))
+	return client.IgnoreNotFound(err)
 }
 
-// deleteBinding deletes the template's binding. With preserve, the binding is first marked
-// preserveResourcesOnDeletion so that the binding controller leaves the member objects.
+// deleteBinding deletes the template's binding. With preserve (the template is released, not
+// deleted), the binding is first marked preserveResourcesOnDeletion so that the binding
+// controller leaves the member objects; and since workloads may require a released template
+// (see detach), both writes hold only on the version read, which requires nothing: a
+// conflict is errRetry.
 func (r *Reconciler) deleteBinding(ctx context.Context, key Key, preserve bool) error {
 	at, justCreated := r.created.Load(key)
 	r.created.Delete(key)
@@ -443,17 +461,29 @@ func (r *Reconciler) deleteBinding(ctx context.Context, key Key, preserve bool) 
 	if rb.GetDeletionTimestamp() != nil {
 		return nil
 	}
-	if preserve {
-		spec := bindings.Spec(rb)
-		if !ptr.Deref(spec.PreserveResourcesOnDeletion, false) {
-			patch := []byte(`{"spec":{"preserveResourcesOnDeletion":true}}`)
-			if err := r.Client.Patch(ctx, rb, client.RawPatch(types.MergePatchType, patch)); err != nil {
-				return client.IgnoreNotFound(err)
-			}
-		}
-		ctrl.LoggerFrom(ctx).Info("Unbinding template; member objects are kept", "binding", rb.GetName())
+	if !preserve {
+		return client.IgnoreNotFound(r.Client.Delete(ctx, rb))
 	}
-	return client.IgnoreNotFound(r.Client.Delete(ctx, rb))
+	spec := bindings.Spec(rb)
+	if len(spec.RequiredBy) > 0 {
+		return errRetry // required since it was read: the next pass detaches it
+	}
+	if !ptr.Deref(spec.PreserveResourcesOnDeletion, false) {
+		before := rb.DeepCopyObject().(client.Object)
+		spec.PreserveResourcesOnDeletion = ptr.To(true)
+		if err := r.Client.Patch(ctx, rb, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) {
+				return errRetry
+			}
+			return client.IgnoreNotFound(err)
+		}
+	}
+	ctrl.LoggerFrom(ctx).Info("Unbinding template; member objects are kept", "binding", rb.GetName())
+	err := r.Client.Delete(ctx, rb, client.Preconditions{ResourceVersion: ptr.To(rb.GetResourceVersion())})
+	if apierrors.IsConflict(err) {
+		return errRetry
+	}
+	return client.IgnoreNotFound(err)
 }
 
 // newBinding returns an empty binding object of the right kind and name for the template.
