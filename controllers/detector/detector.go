@@ -444,8 +444,18 @@ func (r *Reconciler) detach(ctx context.Context, rb client.Object, tmpl *metav1.
 // (see detach), both writes hold only on the version read, which requires nothing: a
 // conflict is errRetry.
 func (r *Reconciler) deleteBinding(ctx context.Context, key Key, preserve bool) error {
+	err := r.deleteBindingOnce(ctx, key, preserve)
+	if !errors.Is(err, errRetry) {
+		// Done with: the next pass, if any, must still find a binding just created that
+		// the cache does not show.
+		r.created.Delete(key)
+	}
+	return err
+}
+
+// deleteBindingOnce is one attempt of deleteBinding.
+func (r *Reconciler) deleteBindingOnce(ctx context.Context, key Key, preserve bool) error {
 	at, justCreated := r.created.Load(key)
-	r.created.Delete(key)
 	rb := newBinding(key)
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(rb), rb); err != nil {
 		if !apierrors.IsNotFound(err) || !justCreated || time.Since(at) >= createdTTL {
