@@ -13,9 +13,6 @@ import (
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
-	"github.com/flotilla-io/flotilla/controllers/detector"
-	"github.com/flotilla-io/flotilla/internal/interpreter"
-	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
 
 var _ = Describe("Releasing a dependency whose last workload let go a moment ago", func() {
@@ -26,22 +23,12 @@ var _ = Describe("Releasing a dependency whose last workload let go a moment ago
 		// ConfigMap's binding (which the policy still claimed), then the detector released
 		// the ConfigMap on a cache that still showed the Deployment in requiredBy and kept the
 		// binding as a dependency's. Required by nothing and claimed by nothing, it stayed.
-		own := fleettest.Start(ctx, fleettest.Options{Name: "detector-detach"})
-		mgr := own.NewManager()
-		stale := &staleBinding{Client: mgr.GetClient()}
-		r := &detector.Reconciler{Client: stale, APIReader: mgr.GetAPIReader(),
-			Recorder: mgr.GetEventRecorder("detector"), Interpreter: interpreter.Interpreter{}}
-		Expect(r.SetupWithManager(mgr, detector.Options{Workers: 2})).To(Succeed())
-		fleettest.StartManager(mgr)
-
-		own.TemplateNamespace(ctx, "detach")
-		pp := policy("detach", "pp", selectConfigMap("cfg"))
-		Expect(own.Host.Create(ctx, pp)).To(Succeed())
-		cm := fleettest.ConfigMap("detach", "cfg", map[string]string{"k": "v"})
-		Expect(own.Host.Create(ctx, cm)).To(Succeed())
-		b := rb("detach", "ConfigMap", "cfg")
-		Eventually(func() error { return own.Host.Get(ctx, client.ObjectKeyFromObject(b), b) }).
-			WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		var stale *staleBinding
+		bound := boundOnOwnHost(ctx, "detector-detach", "detach", func(c client.Client) client.Client {
+			stale = &staleBinding{Client: c}
+			return stale
+		})
+		own, mgr, pp, b := bound.own, bound.mgr, bound.pp, bound.binding
 
 		By("a workload requires the ConfigMap, then lets go of it")
 		setRequiredBy := func(snapshots []workv1alpha2.BindingSnapshot) {

@@ -6,9 +6,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
@@ -25,21 +27,8 @@ var _ = Describe("Releasing a template whose new binding the cache does not show
 		// claimed (found by a soak: a namespace opted in again as the manager restarted, and
 		// its policy deleted a second later). No event brings the template back once the
 		// cache shows the binding, so the release must not trust the cache's miss.
-		own := fleettest.Start(ctx, fleettest.Options{Name: "detector-lag"})
-		mgr := own.NewManager()
-		r := &detector.Reconciler{Client: &hiddenBindings{Client: mgr.GetClient()}, APIReader: mgr.GetAPIReader(),
-			Recorder: mgr.GetEventRecorder("detector"), Interpreter: interpreter.Interpreter{}}
-		Expect(r.SetupWithManager(mgr, detector.Options{Workers: 2})).To(Succeed())
-		fleettest.StartManager(mgr)
-
-		own.TemplateNamespace(ctx, "lag")
-		pp := policy("lag", "pp", selectConfigMap("cfg"))
-		Expect(own.Host.Create(ctx, pp)).To(Succeed())
-		cm := fleettest.ConfigMap("lag", "cfg", map[string]string{"k": "v"})
-		Expect(own.Host.Create(ctx, cm)).To(Succeed())
-		b := rb("lag", "ConfigMap", "cfg")
-		Eventually(func() error { return own.Host.Get(ctx, client.ObjectKeyFromObject(b), b) }).
-			WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		bound := boundOnOwnHost(ctx, "detector-lag", "lag", func(c client.Client) client.Client { return &hiddenBindings{Client: c} })
+		own, pp, cm, b := bound.own, bound.pp, bound.cm, bound.binding
 
 		By("the policy deleted while the detector's cache does not show the binding")
 		Expect(own.Host.Delete(ctx, pp)).To(Succeed())
@@ -56,6 +45,39 @@ var _ = Describe("Releasing a template whose new binding the cache does not show
 		own.Release(ctx, b)
 	}, SpecTimeout(2*time.Minute))
 })
+
+// ownBound is what boundOnOwnHost made.
+type ownBound struct {
+	own     *fleettest.Env
+	mgr     ctrl.Manager
+	pp      client.Object
+	cm      *corev1.ConfigMap
+	binding *workv1alpha2.ResourceBinding
+}
+
+// boundOnOwnHost starts a host of its own whose only controller is a detector reading through
+// wrap (a client that shows it a cache behind the host), opts namespace ns in, and creates
+// PropagationPolicy "pp" for ConfigMap "cfg" and the ConfigMap; it returns once the detector
+// has bound it.
+func boundOnOwnHost(ctx context.Context, name, ns string, wrap func(client.Client) client.Client) ownBound {
+	GinkgoHelper()
+	own := fleettest.Start(ctx, fleettest.Options{Name: name})
+	mgr := own.NewManager()
+	r := &detector.Reconciler{Client: wrap(mgr.GetClient()), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("detector"), Interpreter: interpreter.Interpreter{}}
+	Expect(r.SetupWithManager(mgr, detector.Options{Workers: 2})).To(Succeed())
+	fleettest.StartManager(mgr)
+
+	own.TemplateNamespace(ctx, ns)
+	pp := policy(ns, "pp", selectConfigMap("cfg"))
+	Expect(own.Host.Create(ctx, pp)).To(Succeed())
+	cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+	Expect(own.Host.Create(ctx, cm)).To(Succeed())
+	b := rb(ns, "ConfigMap", "cfg")
+	Eventually(func() error { return own.Host.Get(ctx, client.ObjectKeyFromObject(b), b) }).
+		WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+	return ownBound{own: own, mgr: mgr, pp: pp, cm: cm, binding: b}
+}
 
 // hiddenBindings is a client whose reads never find a ResourceBinding: a cache that has not
 // seen the bindings just created.
