@@ -114,6 +114,15 @@ const (
 // sets it before it deletes the Cluster.
 const KeepWorkloadsAnnotation = "flotilla.io/keep-workloads"
 
+// KeepManagedAnnotation ("true") on a Work whose spec.preserveResourcesOnDeletion is set
+// keeps its member objects as they are, still managed, when the Work goes: its binding went
+// while its template stayed on the host (the template's namespace opted out, its policy was
+// deleted, the binding itself was deleted), and the template's next binding takes them back.
+// Without it a preserving Work releases its member objects as Karmada does: they stay,
+// without the labels and annotations that mark them as managed (see
+// memberobject.ReleasePatch), and are the member's from then on.
+const KeepManagedAnnotation = "flotilla.io/keep-managed"
+
 // User opt-outs on templates.
 const (
 	// ConflictResolutionAnnotation on a template overrides the policy's conflictResolution:

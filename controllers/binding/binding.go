@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -277,6 +278,22 @@ func (r *Reconciler) template(ctx context.Context, ref *workv1alpha2.ObjectRefer
 	tmpl.SetKind(ref.Kind)
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, tmpl)
 	return tmpl, err
+}
+
+// templateStays reports whether the binding's template is still on the host and not being
+// deleted: the same object (its UID, when the binding records one), read from the host, not
+// the cache, since a cache that lags would keep the member objects of a deleted template
+// managed. A kind the host no longer serves is gone.
+func (r *Reconciler) templateStays(ctx context.Context, ref *workv1alpha2.ObjectReference) (bool, error) {
+	tmpl := &metav1.PartialObjectMetadata{}
+	tmpl.SetGroupVersionKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, tmpl); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("read template %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
+	}
+	return tmpl.DeletionTimestamp == nil && (ref.UID == "" || tmpl.UID == ref.UID), nil
 }
 
 // workGoneRetry is when a binding waiting for one of its Works to finish deleting, or for a
@@ -537,6 +554,16 @@ func (r *Reconciler) finalize(ctx context.Context, rb client.Object) (ctrl.Resul
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the cache to show the Works just created before deleting them", "clusters", slices.Sorted(maps.Keys(unseen)))
 		return ctrl.Result{RequeueAfter: workGoneRetry}, nil
 	}
+	// A preserving binding that goes with its template releases the member objects (they
+	// stay, no longer managed, as in Karmada); one that goes while its template stays (the
+	// detector unbinds it: namespace opted out, policy deleted; or the binding was deleted)
+	// keeps them managed, for the template's next binding to take back.
+	keepManaged := false
+	if preserve && len(works) > 0 {
+		if keepManaged, err = r.templateStays(ctx, &bindings.Spec(rb).Resource); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	list := make([]*workv1alpha1.Work, 0, len(works))
 	for _, w := range works {
 		list = append(list, w)
@@ -544,9 +571,15 @@ func (r *Reconciler) finalize(ctx context.Context, rb client.Object) (ctrl.Resul
 	errs := make([]error, len(list))
 	parallel(len(list), func(i int) {
 		w := list[i]
-		if preserve && !ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {
+		told := ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) && (w.Annotations[wellknown.KeepManagedAnnotation] == "true") == keepManaged
+		if preserve && !told && w.DeletionTimestamp == nil {
 			before := w.DeepCopy()
 			w.Spec.PreserveResourcesOnDeletion = ptr.To(true)
+			if keepManaged {
+				metav1.SetMetaDataAnnotation(&w.ObjectMeta, wellknown.KeepManagedAnnotation, "true")
+			} else {
+				delete(w.Annotations, wellknown.KeepManagedAnnotation)
+			}
 			if err := r.Client.Patch(ctx, w, client.MergeFrom(before)); err != nil {
 				// Not deleted unpreserved: the next pass tries again.
 				errs[i] = err

@@ -91,7 +91,7 @@ func imageOf(g Gomega, m *unstructured.Unstructured) string {
 // expectWorkDeleted waits until the binding controller has deleted the Work (it waits on the
 // execution finalizer, as no execution controller runs), checks what it was told about the
 // member objects, and lets it go.
-func expectWorkDeleted(ctx context.Context, key types.NamespacedName, preserve bool) {
+func expectWorkDeleted(ctx context.Context, key types.NamespacedName, preserve bool) *workv1alpha1.Work {
 	GinkgoHelper()
 	w := &workv1alpha1.Work{}
 	Eventually(func(g Gomega) {
@@ -101,6 +101,7 @@ func expectWorkDeleted(ctx context.Context, key types.NamespacedName, preserve b
 	Expect(ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false)).To(Equal(preserve), "preserveResourcesOnDeletion")
 	env.Release(ctx, w)
 	Eventually(fleettest.Gone(ctx, env.Host, w)).WithContext(ctx).Should(BeTrue())
+	return w
 }
 
 func overridden(ctx context.Context, g Gomega, rb client.Object) *metav1.Condition {
@@ -459,7 +460,25 @@ var _ = Describe("Removing Works", func() {
 			[]byte(`{"spec":{"preserveResourcesOnDeletion":true}}`)))).To(Succeed())
 		Expect(env.Host.Delete(ctx, rb)).To(Succeed())
 		for _, c := range clusterNames {
-			expectWorkDeleted(ctx, workKey(c, cm), true)
+			w := expectWorkDeleted(ctx, workKey(c, cm), true)
+			Expect(w.Annotations).To(HaveKeyWithValue(wellknown.KeepManagedAnnotation, "true"),
+				"the template stays: its member objects stay managed for its next binding")
+		}
+		Eventually(fleettest.Gone(ctx, env.Host, rb)).WithContext(ctx).Should(BeTrue())
+	})
+
+	// Karmada releases what a preserving binding leaves when its template goes: the Works
+	// must not ask to keep the member objects managed then.
+	It("tells the Works of a preserving binding whose template was deleted to release their member objects", func(ctx SpecContext) {
+		ns := "bind-delete-release"
+		cm, rb := boundEverywhere(ctx, ns)
+		Expect(env.Host.Patch(ctx, rb, client.RawPatch(types.MergePatchType,
+			[]byte(`{"spec":{"preserveResourcesOnDeletion":true}}`)))).To(Succeed())
+		Expect(env.Host.Delete(ctx, cm)).To(Succeed())
+		Expect(env.Host.Delete(ctx, rb)).To(Succeed())
+		for _, c := range clusterNames {
+			w := expectWorkDeleted(ctx, workKey(c, cm), true)
+			Expect(w.Annotations).NotTo(HaveKey(wellknown.KeepManagedAnnotation))
 		}
 		Eventually(fleettest.Gone(ctx, env.Host, rb)).WithContext(ctx).Should(BeTrue())
 	})

@@ -526,9 +526,11 @@ func (r *Reconciler) madeNamespace(cur *unstructured.Unstructured) bool {
 		cur.GetAnnotations()[wellknown.HostIDAnnotation] == r.HostID
 }
 
-// finalize deletes the member objects unless the Work preserves them or its Cluster is being
-// deleted with its workloads kept, then releases the Work. While the member is unreachable
-// the Work waits (its finalizer stays) for the reconnect, unless its Cluster is going.
+// finalize deletes the member objects, or releases them (see memberobject.ReleasePatch) when
+// the Work preserves them, and then lets the Work go. A preserving Work marked
+// wellknown.KeepManagedAnnotation, and any Work of a Cluster being deleted with its workloads
+// kept, leaves them as they are. While the member is unreachable the Work waits (its finalizer
+// stays) for the reconnect, unless its Cluster is going.
 func (r *Reconciler) finalize(ctx context.Context, cluster string, work *workv1alpha1.Work) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(work, wellknown.ExecutionControllerFinalizer) {
 		return ctrl.Result{}, nil
@@ -538,9 +540,17 @@ func (r *Reconciler) finalize(ctx context.Context, cluster string, work *workv1a
 		return ctrl.Result{}, err
 	}
 	going := c == nil || !c.DeletionTimestamp.IsZero()
-	keep := ptr.Deref(work.Spec.PreserveResourcesOnDeletion, false) ||
-		(going && c != nil && c.Annotations[wellknown.KeepWorkloadsAnnotation] == "true")
-	if !keep {
+	var each func(context.Context, *member.Member, *unstructured.Unstructured) error
+	switch {
+	case going && c != nil && c.Annotations[wellknown.KeepWorkloadsAnnotation] == "true":
+	case ptr.Deref(work.Spec.PreserveResourcesOnDeletion, false):
+		if work.Annotations[wellknown.KeepManagedAnnotation] != "true" {
+			each = r.releaseOne
+		}
+	default:
+		each = r.deleteOne
+	}
+	if each != nil {
 		m, err := r.Members.Get(cluster)
 		switch {
 		case err != nil && going && r.answerSoon(cluster, c):
@@ -558,7 +568,7 @@ func (r *Reconciler) finalize(ctx context.Context, cluster string, work *workv1a
 				return ctrl.Result{}, err
 			}
 			for _, obj := range objs {
-				if err := r.deleteOne(ctx, m, obj); err != nil {
+				if err := each(ctx, m, obj); err != nil {
 					if isMemberDown(err) && !going {
 						return ctrl.Result{RequeueAfter: requestFailedRetry}, nil
 					}
@@ -615,22 +625,56 @@ func (r *Reconciler) pulled(ctx context.Context, c *clusterv1alpha1.Cluster, wor
 
 // deleteOne deletes the member object if it is still the one this Work manages.
 func (r *Reconciler) deleteOne(ctx context.Context, m *member.Member, obj *unstructured.Unstructured) error {
-	cur := &unstructured.Unstructured{}
-	cur.SetGroupVersionKind(obj.GroupVersionKind())
-	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil // the member does not serve the kind: there is nothing of it to delete
-		}
-		return client.IgnoreNotFound(err)
+	cur, err := r.current(ctx, m, obj)
+	if cur == nil || err != nil {
+		return err
 	}
-	if !memberobject.MayDelete(cur, obj, r.HostID) {
-		return nil // someone else's now
-	}
-	err := m.Client.Delete(ctx, cur, client.Preconditions{UID: ptr.To(cur.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	err = m.Client.Delete(ctx, cur, client.Preconditions{UID: ptr.To(cur.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}
 	return err
+}
+
+// releaseOne releases the member object a preserving Work leaves behind, if it is still the
+// one this Work manages: it stays, without the labels and annotations that mark it as managed.
+// A conflict (the object changed since it was read) is returned, and the next pass reads it
+// again.
+func (r *Reconciler) releaseOne(ctx context.Context, m *member.Member, obj *unstructured.Unstructured) error {
+	cur, err := r.current(ctx, m, obj)
+	if cur == nil || err != nil {
+		return err
+	}
+	patch, ok := memberobject.ReleasePatch(cur)
+	if !ok {
+		return nil
+	}
+	err = m.Client.Patch(ctx, cur, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(wellknown.FieldManager))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("release %s %s in the member: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Released a preserved member object", "kind", obj.GetKind(), "object", client.ObjectKeyFromObject(obj))
+	return nil
+}
+
+// current reads the member object a Work made, and returns it only if it is still the one this
+// Work manages (nil when it is gone, someone else's, or of a kind the member does not serve).
+func (r *Reconciler) current(ctx context.Context, m *member.Member, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(obj.GroupVersionKind())
+	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if !memberobject.MayDelete(cur, obj, r.HostID) {
+		return nil, nil // someone else's now
+	}
+	return cur, nil
 }
 
 // cluster returns the Cluster, or nil when it is gone.

@@ -165,15 +165,54 @@ var _ = Describe("Deleting Works", func() {
 		Eventually(fleettest.Gone(ctx, env.Host, w)).WithContext(ctx).Should(BeTrue())
 	})
 
-	It("keeps the member object of a Work that preserves resources on deletion", func(ctx SpecContext) {
+	// As Karmada does: the object stays, and is the member's. Until session 17 it stayed
+	// labelled as managed, and a template of the same name later took it over unasked.
+	It("releases the member object of a Work that preserves resources on deletion", func(ctx SpecContext) {
 		ns := "exec-preserve"
 		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+		cm.Labels = map[string]string{"app": "cfg"}
 		w := createWork(ctx, "member1", cm, func(w *workv1alpha1.Work) { w.Spec.PreserveResourcesOnDeletion = ptr.To(true) })
 		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Expect(memberObject(ctx, Default, "member1", cm).Labels).To(HaveKeyWithValue(wellknown.ManagedLabel, wellknown.ManagedLabelValue))
 
 		Expect(env.Host.Delete(ctx, w)).To(Succeed())
 		Eventually(fleettest.Gone(ctx, env.Host, w)).WithContext(ctx).Should(BeTrue())
+		got := memberObject(ctx, Default, "member1", cm)
+		Expect(got.Data).To(Equal(map[string]string{"k": "v"}))
+		Expect(got.Labels).To(Equal(map[string]string{"app": "cfg"}), "only the template's own labels stay")
+		for _, k := range []string{wellknown.HostIDAnnotation, wellknown.WorkNameAnnotation, wellknown.WorkNamespaceAnnotation,
+			wellknown.ResourceTemplateUIDAnnotation, wellknown.ResourceTemplateGenerationAnnotation} {
+			Expect(got.Annotations).NotTo(HaveKey(k))
+		}
 		Consistently(memberGone(ctx, "member1", cm)).WithContext(ctx).Should(BeFalse())
+
+		By("a new Work of the same object does not take the released object over")
+		w2 := createWork(ctx, "member1", cm)
+		env.ExpectApplied(ctx, w2, metav1.ConditionFalse, wellknown.ReasonConflict)
+		Expect(env.Host.Delete(ctx, w2)).To(Succeed())
+		Eventually(fleettest.Gone(ctx, env.Host, w2)).WithContext(ctx).Should(BeTrue())
+		Expect(memberGone(ctx, "member1", cm)()).To(BeFalse(), "a conflicting Work deletes nothing")
+	})
+
+	It("keeps the member object managed when the preserving Work says its template stays", func(ctx SpecContext) {
+		ns := "exec-preserve-managed"
+		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
+		w := createWork(ctx, "member1", cm, func(w *workv1alpha1.Work) {
+			w.Spec.PreserveResourcesOnDeletion = ptr.To(true)
+			metav1.SetMetaDataAnnotation(&w.ObjectMeta, wellknown.KeepManagedAnnotation, "true")
+		})
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		before := memberObject(ctx, Default, "member1", cm)
+
+		Expect(env.Host.Delete(ctx, w)).To(Succeed())
+		Eventually(fleettest.Gone(ctx, env.Host, w)).WithContext(ctx).Should(BeTrue())
+		got := memberObject(ctx, Default, "member1", cm)
+		Expect(got.Labels).To(Equal(before.Labels))
+		Expect(got.Annotations).To(Equal(before.Annotations))
+
+		By("the template's next Work takes it back")
+		w2 := createWork(ctx, "member1", cm)
+		env.ExpectApplied(ctx, w2, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
 	})
 
 	It("leaves a member object that someone else took over", func(ctx SpecContext) {

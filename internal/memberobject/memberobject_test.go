@@ -2,8 +2,11 @@ package memberobject
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -90,6 +93,60 @@ func TestMayDelete(t *testing.T) {
 	otherHost := obj(managed, map[string]string{wellknown.HostIDAnnotation: "host-b", wellknown.WorkNameAnnotation: "w"})
 	if MayDelete(otherHost, manifest, host) {
 		t.Error("another control plane's object must be kept")
+	}
+}
+
+// A released object keeps everything but what ties it to the control plane, and the patch
+// holds on the version read.
+func TestReleasePatch(t *testing.T) {
+	cur := obj(map[string]string{
+		wellknown.ManagedLabel:                      wellknown.ManagedLabelValue,
+		wellknown.PropagationPolicyPermanentIDLabel: "pp-id",
+		"app":                   "web",
+		"override.example/zone": "a",
+	}, map[string]string{
+		wellknown.HostIDAnnotation:                     host,
+		wellknown.WorkNamespaceAnnotation:              "karmada-es-member1",
+		wellknown.WorkNameAnnotation:                   "w",
+		wellknown.ResourceTemplateUIDAnnotation:        "uid-1",
+		wellknown.ResourceTemplateGenerationAnnotation: "3",
+		wellknown.ConflictResolutionAnnotation:         wellknown.ConflictResolutionOverwrite,
+		wellknown.PropagationPolicyNameAnnotation:      "pp",
+		wellknown.PropagationPolicyNamespaceAnnotation: "ns",
+		"note": "mine",
+	})
+	cur.SetResourceVersion("42")
+	patch, ok := ReleasePatch(cur)
+	if !ok {
+		t.Fatal("a managed object must be released")
+	}
+	raw, err := cur.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := jsonpatch.MergePatch(raw, patch)
+	if err != nil {
+		t.Fatalf("patch %s: %v", patch, err)
+	}
+	got := &unstructured.Unstructured{}
+	if err := got.UnmarshalJSON(out); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"app": "web", "override.example/zone": "a"}; !maps.Equal(got.GetLabels(), want) {
+		t.Errorf("labels = %v, want %v", got.GetLabels(), want)
+	}
+	if want := map[string]string{"note": "mine"}; !maps.Equal(got.GetAnnotations(), want) {
+		t.Errorf("annotations = %v, want %v", got.GetAnnotations(), want)
+	}
+	if got.GetResourceVersion() != "42" || !strings.Contains(string(patch), `"resourceVersion":"42"`) {
+		t.Errorf("the patch must hold on the resourceVersion read: %s", patch)
+	}
+	if Owner(got, obj(managed, map[string]string{wellknown.ResourceTemplateUIDAnnotation: "uid-1"}), host) != Unmanaged {
+		t.Error("a released object must be the member's (unmanaged) to a template that comes back")
+	}
+
+	if p, ok := ReleasePatch(obj(map[string]string{"app": "web"}, nil)); ok {
+		t.Errorf("nothing to release, got patch %s", p)
 	}
 }
 

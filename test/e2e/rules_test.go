@@ -94,6 +94,15 @@ var _ = Describe("Propagation rules", func() {
 			return env.Host.Get(ctx, types.NamespacedName{Namespace: ns2, Name: "kept-configmap"}, &workv1alpha2.ResourceBinding{})
 		}).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound))
 		Consistently(memberValue(ctx, "member1", ns2, "kept")).WithContext(ctx).WithTimeout(3 * time.Second).Should(Equal("v1"))
+		// Released, as Karmada does: the member's now, and not taken over by a new template.
+		kept := &corev1.ConfigMap{}
+		Expect(env.Members["member1"].Get(ctx, types.NamespacedName{Namespace: ns2, Name: "kept"}, kept)).To(Succeed())
+		Expect(kept.Labels).NotTo(HaveKey(wellknown.ManagedLabel))
+		Expect(kept.Labels).NotTo(HaveKey(wellknown.PropagationPolicyPermanentIDLabel))
+		Expect(kept.Annotations).NotTo(HaveKey(wellknown.ResourceTemplateUIDAnnotation))
+		Expect(env.Host.Create(ctx, configMap(ns2, "kept", "v2"))).To(Succeed())
+		eventuallyConflict(ctx, "member1", ns2, "kept", "not managed by Flotilla")
+		Expect(memberValue(ctx, "member1", ns2, "kept")()).To(Equal("v1"))
 	})
 
 	It("unclaims templates when their policy is deleted, keeping member objects, and reclaims them for a new policy", func(ctx context.Context) {
@@ -134,6 +143,10 @@ var _ = Describe("Propagation rules", func() {
 
 		setValue(ctx, ns, "cm", "v2")
 		Consistently(memberValue(ctx, "member3", ns, "cm")).WithContext(ctx).WithTimeout(3 * time.Second).Should(Equal("v1"))
+		// Kept, not released: the template is still there, for a namespace that opts in again.
+		kept := &corev1.ConfigMap{}
+		Expect(env.Members["member3"].Get(ctx, types.NamespacedName{Namespace: ns, Name: "cm"}, kept)).To(Succeed())
+		Expect(kept.Labels).To(HaveKeyWithValue(wellknown.ManagedLabel, wellknown.ManagedLabelValue))
 	})
 
 	It("does not touch an unmanaged member object unless told to overwrite it", func(ctx context.Context) {

@@ -115,9 +115,6 @@ type template struct {
 	// allow: clusters where a stale object was observed (and tolerated) at the last
 	// checkpoint.
 	allow set
-	// preserve: a policy with preserveResourcesOnDeletion may have bound the template since
-	// the last checkpoint, so deleting it may leave its objects wherever it was (seen).
-	preserve bool
 	// deps: a policy with propagateDeps may have bound the Deployment since the last
 	// checkpoint, so its ConfigMap may have gone wherever it was.
 	deps bool
@@ -147,7 +144,8 @@ type policy struct {
 	ns, group string   // ns is empty for a ClusterPropagationPolicy; group is empty for a pin
 	clusters  []string // sorted, non-empty
 	mode      string
-	// preserve is preserveResourcesOnDeletion: a deleted template's member objects stay.
+	// preserve is preserveResourcesOnDeletion: a deleted template's member objects stay,
+	// released (no longer managed, so the checker, which looks at managed objects, sees none).
 	// deps is propagateDeps: a Deployment's ConfigMap goes where the Deployment goes. Both are
 	// set when the policy is created, never edited.
 	preserve, deps bool
@@ -282,15 +280,15 @@ func (m *model) policyOf(t *template) *policy {
 	return nil
 }
 
-// preserving reports whether a policy that may claim the template in that group preserves
-// member objects on deletion, and whether one propagates dependencies.
-func (m *model) preserving(k tkey, group string) (preserve, deps bool) {
+// propagatingDeps reports whether a policy that may claim the template in that group
+// propagates dependencies.
+func (m *model) propagatingDeps(k tkey, group string) bool {
 	for _, key := range policyKeys(k, group) {
-		if p := m.policies[key]; p != nil {
-			preserve, deps = preserve || p.preserve, deps || p.deps
+		if p := m.policies[key]; p != nil && p.deps {
+			return true
 		}
 	}
-	return preserve, deps
+	return false
 }
 
 // refOf is the live ConfigMap a Deployment takes env from, if any.
@@ -324,7 +322,6 @@ func (m *model) unlink(d *template) {
 	if c := m.refOf(d); c != nil && d.deps {
 		c.dirty = true
 		c.seen.addAll(d.seen.sorted()...)
-		c.preserve = c.preserve || d.preserve
 	}
 }
 
@@ -339,7 +336,6 @@ func (m *model) linkDeps() {
 			continue
 		}
 		c.seen.addAll(d.seen.sorted()...)
-		c.preserve = c.preserve || d.preserve
 		if d.dirty || !m.needs(d) {
 			c.dirty = true
 		}
@@ -431,7 +427,7 @@ func (m *model) expectedImage(t *template, cluster string) string {
 func (m *model) addTemplate(t *template) {
 	t.seen, t.allow = set{}, set{}
 	t.seen.addAll(m.lastTargetsOf(t.key, t.group)...)
-	t.preserve, t.deps = m.preserving(t.key, t.group)
+	t.deps = m.propagatingDeps(t.key, t.group)
 	// Created while unbound: a manager that has not caught up may still propagate it and
 	// then unbind it.
 	t.dirty = !m.bound(t)
@@ -444,7 +440,10 @@ func (m *model) deleteTemplate(k tkey) {
 	m.unlink(t)
 	g := set{}
 	g.addAll(t.allow.sorted()...)
-	if t.dirty || t.preserve {
+	// A template deleted while bound leaves no managed object: its policy deletes them, or
+	// preserves them released. One that may have been unbound since the last checkpoint may
+	// leave them, still managed, wherever it was.
+	if t.dirty {
 		g.addAll(t.seen.sorted()...)
 	}
 	m.graveyard[k] = g
@@ -458,8 +457,7 @@ func (m *model) setGroup(t *template, group string) {
 	t.group = group
 	t.labels[groupLabel] = group
 	t.seen.addAll(m.lastTargetsOf(t.key, group)...)
-	preserve, deps := m.preserving(t.key, group)
-	t.preserve, t.deps = t.preserve || preserve, t.deps || deps
+	t.deps = t.deps || m.propagatingDeps(t.key, group)
 	m.linkDeps()
 }
 
@@ -471,7 +469,7 @@ func (m *model) setPolicy(p *policy) {
 	for _, t := range m.templates {
 		if p.covers(t) {
 			t.seen.addAll(p.clusters...)
-			t.preserve, t.deps = t.preserve || p.preserve, t.deps || p.deps
+			t.deps = t.deps || p.deps
 		}
 	}
 	m.linkDeps()
@@ -507,10 +505,10 @@ func (m *model) settled(t *template, extras set) {
 	t.allow = set{}
 	t.allow.addAll(extras.sorted()...)
 	t.seen = set{}
-	t.preserve, t.deps = false, false
+	t.deps = false
 	if p := m.policyOf(t); p != nil {
 		t.seen.addAll(p.clusters...)
-		t.preserve, t.deps = p.preserve, p.deps
+		t.deps = p.deps
 	}
 	if m.bound(t) {
 		t.dirty = false

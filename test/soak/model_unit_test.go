@@ -385,8 +385,10 @@ func TestClusterOverrides(t *testing.T) {
 	mustFind(t, check(m, s), "harness: ClusterOverridePolicy col-8 is missing")
 }
 
-// A template deleted while a policy with preserveResourcesOnDeletion binds it may leave its
-// objects where it was; one deleted under a policy that does not preserve may not.
+// A template deleted while a policy with preserveResourcesOnDeletion binds it leaves its
+// objects released, no longer managed: a managed object left behind is found, as under a
+// policy that does not preserve. One that may have been unbound since the last checkpoint may
+// leave them managed.
 func TestPreservedObjectsOfDeletedTemplates(t *testing.T) {
 	m := testModel()
 	d1, d2 := tkey{kindDeployment, "ns", "d-1"}, tkey{kindDeployment, "ns", "d-2"}
@@ -400,10 +402,27 @@ func TestPreservedObjectsOfDeletedTemplates(t *testing.T) {
 	m.deleteTemplate(d1)
 	m.deleteTemplate(d2)
 	s := ideal(m)
-	s.members["member2"][d2] = before.members["member2"][d2]
 	mustClean(t, check(m, s))
+	s.members["member2"][d2] = before.members["member2"][d2]
+	mustFind(t, check(m, s), "Deployment ns/d-2: extra managed object in member2: its template was deleted")
+	s = ideal(m)
 	s.members["member1"][d1] = before.members["member1"][d1]
 	mustFind(t, check(m, s), "Deployment ns/d-1: extra managed object in member1: its template was deleted")
+
+	m = testModel()
+	m.setPolicy(&p)
+	for _, tt := range m.templates {
+		m.settled(tt, nil)
+	}
+	before = ideal(m)
+	if before.members["member2"][d2] == nil {
+		t.Fatal("d-2 should be in member2")
+	}
+	m.setLabelled("ns", false) // unbinds, keeping the objects managed
+	m.deleteTemplate(d2)
+	s = ideal(m)
+	s.members["member2"][d2] = before.members["member2"][d2]
+	mustClean(t, check(m, s))
 }
 
 // A ConfigMap a Deployment takes env from goes with it when the Deployment's policy
