@@ -452,36 +452,31 @@ var _ = Describe("Removing Works", func() {
 		Eventually(fleettest.Gone(ctx, env.Host, rb)).WithContext(ctx).Should(BeTrue())
 	})
 
-	It("tells the Works of a deleted binding that preserves resources to keep their member objects", func(ctx SpecContext) {
-		ns := "bind-delete-preserve"
-		cm, rb := boundEverywhere(ctx, ns)
-		// As the detector unbinds a template: preserve, then delete at once.
-		Expect(env.Host.Patch(ctx, rb, client.RawPatch(types.MergePatchType,
-			[]byte(`{"spec":{"preserveResourcesOnDeletion":true}}`)))).To(Succeed())
-		Expect(env.Host.Delete(ctx, rb)).To(Succeed())
-		for _, c := range clusterNames {
-			w := expectWorkDeleted(ctx, workKey(c, cm), true)
-			Expect(w.Annotations).To(HaveKeyWithValue(wellknown.KeepManagedAnnotation, "true"),
-				"the template stays: its member objects stay managed for its next binding")
-		}
-		Eventually(fleettest.Gone(ctx, env.Host, rb)).WithContext(ctx).Should(BeTrue())
-	})
-
-	// Karmada releases what a preserving binding leaves when its template goes: the Works
-	// must not ask to keep the member objects managed then.
-	It("tells the Works of a preserving binding whose template was deleted to release their member objects", func(ctx SpecContext) {
-		ns := "bind-delete-release"
-		cm, rb := boundEverywhere(ctx, ns)
-		Expect(env.Host.Patch(ctx, rb, client.RawPatch(types.MergePatchType,
-			[]byte(`{"spec":{"preserveResourcesOnDeletion":true}}`)))).To(Succeed())
-		Expect(env.Host.Delete(ctx, cm)).To(Succeed())
-		Expect(env.Host.Delete(ctx, rb)).To(Succeed())
-		for _, c := range clusterNames {
-			w := expectWorkDeleted(ctx, workKey(c, cm), true)
-			Expect(w.Annotations).NotTo(HaveKey(wellknown.KeepManagedAnnotation))
-		}
-		Eventually(fleettest.Gone(ctx, env.Host, rb)).WithContext(ctx).Should(BeTrue())
-	})
+	// A preserving binding that goes while its template stays (the detector unbinds it:
+	// preserve, then delete at once) keeps the member objects managed for the template's next
+	// binding; one whose template was deleted releases them, as Karmada does.
+	DescribeTable("tells the Works of a deleted binding that preserves resources to keep their member objects",
+		func(ctx SpecContext, ns string, templateDeleted bool) {
+			cm, rb := boundEverywhere(ctx, ns)
+			Expect(env.Host.Patch(ctx, rb, client.RawPatch(types.MergePatchType,
+				[]byte(`{"spec":{"preserveResourcesOnDeletion":true}}`)))).To(Succeed())
+			if templateDeleted {
+				Expect(env.Host.Delete(ctx, cm)).To(Succeed())
+			}
+			Expect(env.Host.Delete(ctx, rb)).To(Succeed())
+			for _, c := range clusterNames {
+				w := expectWorkDeleted(ctx, workKey(c, cm), true)
+				if templateDeleted {
+					Expect(w.Annotations).NotTo(HaveKey(wellknown.KeepManagedAnnotation), "released")
+				} else {
+					Expect(w.Annotations).To(HaveKeyWithValue(wellknown.KeepManagedAnnotation, "true"), "kept managed")
+				}
+			}
+			Eventually(fleettest.Gone(ctx, env.Host, rb)).WithContext(ctx).Should(BeTrue())
+		},
+		Entry("managed, while the template stays", "bind-delete-preserve", false),
+		Entry("released, once the template is deleted", "bind-delete-release", true),
+	)
 })
 
 var _ = Describe("Bindings created without the binding controller's finalizer", func() {
