@@ -80,6 +80,9 @@ type snapshot struct {
 	works     []*workv1alpha1.Work
 	clusters  map[string]*clusterv1alpha1.Cluster
 	members   map[string]map[tkey]*objView // cluster → managed objects
+	// released are the member objects of the soak's kinds in its namespaces that are not
+	// managed: those a preserving policy left behind when their template was deleted.
+	released  map[string]map[tkey]*objView // cluster → unmanaged objects
 	memberErr map[string]error
 }
 
@@ -114,7 +117,7 @@ func newSnapshot() *snapshot {
 	return &snapshot{namespaces: map[string]map[string]string{}, templates: map[tkey]*objView{},
 		policies: map[string]client.Object{}, overrides: map[string]client.Object{},
 		bindings: map[string]*workv1alpha2.ResourceBinding{}, clusters: map[string]*clusterv1alpha1.Cluster{},
-		members: map[string]map[tkey]*objView{}, memberErr: map[string]error{}}
+		members: map[string]map[tkey]*objView{}, released: map[string]map[tkey]*objView{}, memberErr: map[string]error{}}
 }
 
 // take reads everything the checker needs. Host errors are returned; member errors are
@@ -189,15 +192,20 @@ func take(ctx context.Context, host client.Client, members map[string]client.Cli
 		s.clusters[clusters.Items[i].Name] = &clusters.Items[i]
 	}
 	for name, c := range members {
-		objs, err := listKinds(ctx, c, client.MatchingLabels{wellknown.ManagedLabel: wellknown.ManagedLabelValue})
+		objs, err := listKinds(ctx, c)
 		if err != nil {
 			s.memberErr[name] = err
 			continue
 		}
-		s.members[name] = map[tkey]*objView{}
+		s.members[name], s.released[name] = map[tkey]*objView{}, map[tkey]*objView{}
 		for _, o := range objs {
 			v := viewOf(o)
-			s.members[name][v.key] = v
+			switch {
+			case v.labels[wellknown.ManagedLabel] == wellknown.ManagedLabelValue:
+				s.members[name][v.key] = v
+			case s.namespaces[v.key.NS] != nil && o.GetName() != "kube-root-ca.crt":
+				s.released[name][v.key] = v
+			}
 		}
 	}
 	return s, nil
@@ -214,6 +222,8 @@ type result struct {
 	// extras are the stale member objects that were tolerated, by template.
 	extras map[tkey]set
 	kept   int
+	// released counts the member objects left behind, released, by deleted templates.
+	released int
 	// checked counts the member objects compared with their template.
 	checked int
 }
@@ -527,8 +537,37 @@ func check(m *model, s *snapshot) *result {
 			}
 			r.add(&k, "extra managed object in %s: %s", c, why)
 		}
+		checkReleased(r, m, c, s.released[c])
 	}
 	return r
+}
+
+// releaseKeys are the labels and annotations a released member object must no longer carry.
+var releaseKeys = []string{wellknown.ManagedLabel, wellknown.PropagationPolicyPermanentIDLabel, wellknown.ClusterPropagationPolicyPermanentIDLabel,
+	wellknown.HostIDAnnotation, wellknown.WorkNameAnnotation, wellknown.WorkNamespaceAnnotation, wellknown.ResourceTemplateUIDAnnotation}
+
+// checkReleased checks the member objects that are not managed: only a template deleted under
+// preserveResourcesOnDeletion leaves one (the soak never makes two templates of one name),
+// and it carries nothing that ties it to Flotilla any more.
+func checkReleased(r *result, m *model, c string, objs map[tkey]*objView) {
+	for _, k := range slices.SortedFunc(maps.Keys(objs), func(a, b tkey) int { return strings.Compare(a.String(), b.String()) }) {
+		k, o := k, objs[k]
+		switch {
+		case m.templates[k] != nil:
+			r.add(&k, "unmanaged object in %s although its template is still there", c)
+		case m.graveyard[k] == nil:
+			r.add(&k, "unmanaged object in %s: the soak never created such a template", c)
+		default:
+			r.released++
+		}
+		for _, key := range releaseKeys {
+			_, inLabels := o.labels[key]
+			_, inAnnotations := o.annotations[key]
+			if key != wellknown.ManagedLabel && (inLabels || inAnnotations) {
+				r.add(&k, "released object in %s still carries %s", c, key)
+			}
+		}
+	}
 }
 
 func cmpBool(a, b bool) int {

@@ -409,6 +409,33 @@ func TestPreservedObjectsOfDeletedTemplates(t *testing.T) {
 	s.members["member1"][d1] = before.members["member1"][d1]
 	mustFind(t, check(m, s), "Deployment ns/d-1: extra managed object in member1: its template was deleted")
 
+	// Released objects: of deleted templates only, and carrying nothing of Flotilla's.
+	released := func(o *objView, drop ...string) *objView {
+		v := *o
+		v.labels, v.annotations = maps.Clone(o.labels), maps.Clone(o.annotations)
+		for _, k := range drop {
+			delete(v.labels, k)
+			delete(v.annotations, k)
+		}
+		return &v
+	}
+	s = ideal(m)
+	s.released["member1"] = map[tkey]*objView{d1: released(before.members["member1"][d1], releaseKeys...)}
+	res := check(m, s)
+	mustClean(t, res)
+	if res.released != 1 {
+		t.Errorf("released = %d, want 1", res.released)
+	}
+	s.released["member1"][d1] = released(before.members["member1"][d1], wellknown.ManagedLabel)
+	mustFind(t, check(m, s), "Deployment ns/d-1: released object in member1 still carries "+wellknown.ResourceTemplateUIDAnnotation)
+	cm3 := tkey{kindConfigMap, "ns", "cm-3"}
+	if before.members["member1"][cm3] == nil {
+		t.Fatal("cm-3 should be in member1")
+	}
+	s = ideal(m)
+	s.released["member1"] = map[tkey]*objView{cm3: released(before.members["member1"][cm3], releaseKeys...)}
+	mustFind(t, check(m, s), "ConfigMap ns/cm-3: unmanaged object in member1 although its template is still there")
+
 	m = testModel()
 	m.setPolicy(&p)
 	for _, tt := range m.templates {

@@ -153,6 +153,7 @@ func (s *soaker) summary(res *result, restored, converged time.Duration, violati
 	if res != nil {
 		row("member objects checked", res.checked)
 		row("kept member objects of unbound templates", res.kept)
+		row("released member objects of deleted templates", res.released)
 	}
 	row("restore (manager up, opted in, members Ready)", restored.Round(100*time.Millisecond))
 	if converged >= 0 {
