@@ -539,7 +539,8 @@ func (r *Reconciler) unseen(rb client.Object, works map[string]*workv1alpha1.Wor
 }
 
 // finalize deletes the binding's Works, telling them to keep their member objects when the
-// binding preserves resources, then lets the binding go. It waits while a Work it created
+// binding preserves resources (released, or still managed when the template stays), then
+// lets the binding go. It waits while a Work it created
 // is not in its cache yet: that Work's event brings the binding back.
 func (r *Reconciler) finalize(ctx context.Context, rb client.Object) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(rb, wellknown.BindingControllerFinalizer) {
@@ -558,15 +559,15 @@ func (r *Reconciler) finalize(ctx context.Context, rb client.Object) (ctrl.Resul
 	// stay, no longer managed, as in Karmada); one that goes while its template stays (the
 	// detector unbinds it: namespace opted out, policy deleted; or the binding was deleted)
 	// keeps them managed, for the template's next binding to take back.
-	keepManaged := false
-	if preserve && len(works) > 0 {
-		if keepManaged, err = r.templateStays(ctx, &bindings.Spec(rb).Resource); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
 	list := make([]*workv1alpha1.Work, 0, len(works))
 	for _, w := range works {
 		list = append(list, w)
+	}
+	keepManaged := false
+	if preserve && slices.ContainsFunc(list, func(w *workv1alpha1.Work) bool { return w.DeletionTimestamp == nil }) {
+		if keepManaged, err = r.templateStays(ctx, &bindings.Spec(rb).Resource); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	errs := make([]error, len(list))
 	parallel(len(list), func(i int) {
