@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -160,6 +161,40 @@ var _ = Describe("The Pull agent", Ordered, func() {
 		cm.Data["mode"] = "edited by hand"
 		Expect(member.Update(ctx, cm)).To(Succeed())
 		Eventually(memberData).WithContext(ctx).Should(HaveKeyWithValue("mode", "pull"))
+	})
+
+	// The agent finalizes Works with the execution controller's code: what a preserving
+	// policy leaves when its template goes is released in the member, as with Push.
+	It("releases in the member what a preserving policy leaves when its template is deleted", func(ctx context.Context) {
+		kept := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kept"}, Data: map[string]string{"mode": "pull"}}
+		Expect(env.Host.Create(ctx, kept.DeepCopy())).To(Succeed())
+		pp := &policyv1alpha1.PropagationPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kept"},
+			Spec: policyv1alpha1.PropagationSpec{
+				ResourceSelectors:           []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: "kept"}},
+				Placement:                   policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{pulled}}},
+				PreserveResourcesOnDeletion: ptr.To(true),
+			},
+		}
+		Expect(env.Host.Create(ctx, pp)).To(Succeed())
+		inMember := func(g Gomega) *corev1.ConfigMap {
+			cm := &corev1.ConfigMap{}
+			g.Expect(member.Get(ctx, client.ObjectKeyFromObject(kept), cm)).To(Succeed())
+			return cm
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(inMember(g).Labels).To(HaveKeyWithValue(wellknown.ManagedLabel, wellknown.ManagedLabelValue))
+		}).WithContext(ctx).Should(Succeed())
+
+		Expect(env.Host.Delete(ctx, kept)).To(Succeed())
+		Eventually(func(g Gomega) {
+			cm := inMember(g)
+			g.Expect(cm.Labels).NotTo(HaveKey(wellknown.ManagedLabel))
+			g.Expect(cm.Annotations).NotTo(HaveKey(wellknown.WorkNameAnnotation))
+			g.Expect(cm.Data).To(HaveKeyWithValue("mode", "pull"))
+		}).WithContext(ctx).Should(Succeed())
+		Expect(env.Host.Delete(ctx, pp)).To(Succeed())
+		Expect(member.Delete(ctx, kept)).To(Succeed())
 	})
 
 	It("can do nothing else in the host with its credential", func(ctx context.Context) {
