@@ -381,24 +381,33 @@ func (r *Reconciler) pruneStale(ctx context.Context, rb *workv1alpha2.ResourceBi
 }
 
 // drop removes the matching requiredBy entries; a binding left without any, and without a
-// policy of its own, is deleted.
+// policy of its own, is deleted as it is, its requiredBy untouched: emptied first, a delete
+// that then failed (the binding changed meanwhile) would leave a binding that no workload
+// lists, that no retry would find again, and that nothing else deletes.
 func (r *Reconciler) drop(ctx context.Context, b *workv1alpha2.ResourceBinding, match func(workv1alpha2.BindingSnapshot) bool, preserve bool) error {
-	before := b.DeepCopy()
-	b.Spec.RequiredBy = slices.DeleteFunc(slices.Clone(b.Spec.RequiredBy), match)
-	if len(b.Spec.RequiredBy) == len(before.Spec.RequiredBy) {
+	remaining := slices.DeleteFunc(slices.Clone(b.Spec.RequiredBy), match)
+	if len(remaining) == len(b.Spec.RequiredBy) {
 		return nil
 	}
-	if len(b.Spec.RequiredBy) == 0 && !claimed(b) {
-		if preserve {
+	if len(remaining) == 0 && !claimed(b) {
+		if preserve && !ptr.Deref(b.Spec.PreserveResourcesOnDeletion, false) {
+			before := b.DeepCopy()
 			b.Spec.PreserveResourcesOnDeletion = ptr.To(true)
-		}
-		if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-			return client.IgnoreNotFound(err)
+			if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+				return raced(err)
+			}
 		}
 		ctrl.LoggerFrom(ctx).Info("Removing a dependency no workload needs", "binding", client.ObjectKeyFromObject(b), "preserve", preserve)
-		return client.IgnoreNotFound(r.Client.Delete(ctx, b, client.Preconditions{ResourceVersion: ptr.To(b.ResourceVersion)}))
+		return raced(r.Client.Delete(ctx, b, client.Preconditions{ResourceVersion: ptr.To(b.ResourceVersion)}))
 	}
-	err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	before := b.DeepCopy()
+	b.Spec.RequiredBy = remaining
+	return raced(r.Client.Patch(ctx, b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+}
+
+// raced turns a conflict (the binding changed since it was read) into errRace, for a retry
+// on a newer copy; a binding already gone is no error.
+func raced(err error) error {
 	if apierrors.IsConflict(err) {
 		return fmt.Errorf("%w: %w", errRace, err)
 	}

@@ -482,6 +482,12 @@ func (m *model) deletePolicy(p *policy) {
 	for _, t := range m.templates {
 		if p.covers(t) {
 			t.dirty = true
+			// A pin's template goes back to its group's policy, which places it on its own
+			// clusters (and leaves it there, managed, should that policy go too).
+			if q := m.policyOf(t); q != nil {
+				t.seen.addAll(q.clusters...)
+				t.deps = t.deps || q.deps
+			}
 		}
 	}
 	m.linkDeps()
