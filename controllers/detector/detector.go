@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -32,6 +31,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/handoff"
 	"github.com/flotilla-io/flotilla/internal/memo"
+	"github.com/flotilla-io/flotilla/internal/metapatch"
 	"github.com/flotilla-io/flotilla/internal/policymatch"
 	"github.com/flotilla-io/flotilla/internal/resourceselector"
 )
@@ -332,35 +332,9 @@ func (r *Reconciler) claim(ctx context.Context, tmpl *metav1.PartialObjectMetada
 // merge patch when anything differs. It returns the whole template the patch answered with
 // (nil when nothing was patched or the template is gone) and brings tmpl's metadata up to it.
 func (r *Reconciler) patchClaim(ctx context.Context, tmpl *metav1.PartialObjectMetadata, labels, annotations map[string]string) (*unstructured.Unstructured, error) {
-	patchLabels, patchAnnotations := map[string]any{}, map[string]any{}
-	diff := func(have map[string]string, keys []string, want map[string]string, out map[string]any) {
-		for _, k := range keys {
-			w, ok := want[k]
-			switch {
-			case ok && have[k] != w:
-				out[k] = w
-			case !ok:
-				if _, present := have[k]; present {
-					out[k] = nil
-				}
-			}
-		}
-	}
-	diff(tmpl.Labels, claimLabels, labels, patchLabels)
-	diff(tmpl.Annotations, claimAnnotations, annotations, patchAnnotations)
-	if len(patchLabels) == 0 && len(patchAnnotations) == 0 {
+	data, ok := metapatch.Keys{Labels: claimLabels, Annotations: claimAnnotations}.Patch(tmpl, labels, annotations, false)
+	if !ok {
 		return nil, nil
-	}
-	md := map[string]any{}
-	if len(patchLabels) > 0 {
-		md["labels"] = patchLabels
-	}
-	if len(patchAnnotations) > 0 {
-		md["annotations"] = patchAnnotations
-	}
-	data, err := json.Marshal(map[string]any{"metadata": md})
-	if err != nil {
-		return nil, err
 	}
 	full := &unstructured.Unstructured{}
 	full.SetGroupVersionKind(tmpl.GroupVersionKind())
@@ -369,7 +343,7 @@ func (r *Reconciler) patchClaim(ctx context.Context, tmpl *metav1.PartialObjectM
 	if err := r.Client.Patch(ctx, full, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	md, _, _ = unstructured.NestedMap(full.Object, "metadata")
+	md, _, _ := unstructured.NestedMap(full.Object, "metadata")
 	var meta metav1.ObjectMeta
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(md, &meta); err != nil {
 		return nil, fmt.Errorf("reading the metadata of %s/%s: %w", tmpl.Namespace, tmpl.Name, err)

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/internal/metapatch"
 )
 
 // Ownership is who manages a member object, as seen from this control plane.
@@ -141,19 +142,19 @@ func Replicas(obj *unstructured.Unstructured) (int64, bool) {
 	return n, ok && err == nil
 }
 
-// releasedLabels and releasedAnnotations are the keys that mark a member object as managed by
-// a control plane and tie it to a template, a policy, a binding or a Work. Releasing an object
+// released names the labels and annotations that mark a member object as managed by a
+// control plane and tie it to a template, a policy, a binding or a Work. Releasing an object
 // removes them; the template's own labels and annotations, and what overrides added, stay.
-var (
-	releasedLabels = []string{
+var released = metapatch.Keys{
+	Labels: []string{
 		wellknown.ManagedLabel,
 		wellknown.PropagationPolicyPermanentIDLabel,
 		wellknown.ClusterPropagationPolicyPermanentIDLabel,
 		wellknown.ResourceBindingPermanentIDLabel,
 		wellknown.ClusterResourceBindingPermanentIDLabel,
 		wellknown.WorkPermanentIDLabel,
-	}
-	releasedAnnotations = []string{
+	},
+	Annotations: []string{
 		wellknown.HostIDAnnotation,
 		wellknown.WorkNamespaceAnnotation,
 		wellknown.WorkNameAnnotation,
@@ -166,8 +167,8 @@ var (
 		wellknown.ResourceBindingNamespaceAnnotation,
 		wellknown.ResourceBindingNameAnnotation,
 		wellknown.ClusterResourceBindingNameAnnotation,
-	}
-)
+	},
+}
 
 // ReleasePatch returns the JSON merge patch that releases cur, a member object a preserving
 // Work leaves behind, to the member: it removes the labels and annotations that mark it as
@@ -175,30 +176,5 @@ var (
 // it was read fails the patch with a conflict instead of being released unseen. It reports
 // false, and no patch, when cur carries none of them.
 func ReleasePatch(cur *unstructured.Unstructured) ([]byte, bool) {
-	drop := func(have map[string]string, keys []string) map[string]any {
-		out := map[string]any{}
-		for _, k := range keys {
-			if _, ok := have[k]; ok {
-				out[k] = nil
-			}
-		}
-		return out
-	}
-	labels, annotations := drop(cur.GetLabels(), releasedLabels), drop(cur.GetAnnotations(), releasedAnnotations)
-	if len(labels) == 0 && len(annotations) == 0 {
-		return nil, false
-	}
-	md := map[string]any{"resourceVersion": cur.GetResourceVersion()}
-	if len(labels) > 0 {
-		md["labels"] = labels
-	}
-	if len(annotations) > 0 {
-		md["annotations"] = annotations
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": md})
-	if err != nil {
-		// Maps of strings and nils always marshal.
-		panic(fmt.Sprintf("marshal release patch: %v", err))
-	}
-	return patch, true
+	return released.Patch(cur, nil, nil, true)
 }

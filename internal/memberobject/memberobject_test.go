@@ -1,12 +1,11 @@
 package memberobject
 
 import (
+	"encoding/json"
 	"errors"
-	"maps"
+	"slices"
 	"strings"
 	"testing"
-
-	jsonpatch "github.com/evanphx/json-patch/v5"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -120,28 +119,44 @@ func TestReleasePatch(t *testing.T) {
 	if !ok {
 		t.Fatal("a managed object must be released")
 	}
-	raw, err := cur.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
+	// What the patch does to an object is metapatch's to test; here, what it removes.
+	var got struct {
+		Metadata struct {
+			ResourceVersion string             `json:"resourceVersion"`
+			Labels          map[string]*string `json:"labels"`
+			Annotations     map[string]*string `json:"annotations"`
+		} `json:"metadata"`
 	}
-	out, err := jsonpatch.MergePatch(raw, patch)
-	if err != nil {
+	if err := json.Unmarshal(patch, &got); err != nil {
 		t.Fatalf("patch %s: %v", patch, err)
 	}
-	got := &unstructured.Unstructured{}
-	if err := got.UnmarshalJSON(out); err != nil {
-		t.Fatal(err)
+	removed := func(m map[string]*string) []string {
+		var out []string
+		for k, v := range m {
+			if v != nil {
+				t.Errorf("patch %s sets %s: a release only removes", patch, k)
+			}
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return out
 	}
-	if want := map[string]string{"app": "web", "override.example/zone": "a"}; !maps.Equal(got.GetLabels(), want) {
-		t.Errorf("labels = %v, want %v", got.GetLabels(), want)
+	if want := []string{wellknown.ManagedLabel, wellknown.PropagationPolicyPermanentIDLabel}; !slices.Equal(removed(got.Metadata.Labels), want) {
+		t.Errorf("labels removed = %v, want %v", removed(got.Metadata.Labels), want)
 	}
-	if want := map[string]string{"note": "mine"}; !maps.Equal(got.GetAnnotations(), want) {
-		t.Errorf("annotations = %v, want %v", got.GetAnnotations(), want)
+	wantAnnotations := []string{wellknown.HostIDAnnotation, wellknown.WorkNamespaceAnnotation, wellknown.WorkNameAnnotation,
+		wellknown.ResourceTemplateUIDAnnotation, wellknown.ResourceTemplateGenerationAnnotation, wellknown.ConflictResolutionAnnotation,
+		wellknown.PropagationPolicyNameAnnotation, wellknown.PropagationPolicyNamespaceAnnotation}
+	slices.Sort(wantAnnotations)
+	if !slices.Equal(removed(got.Metadata.Annotations), wantAnnotations) {
+		t.Errorf("annotations removed = %v, want %v", removed(got.Metadata.Annotations), wantAnnotations)
 	}
-	if got.GetResourceVersion() != "42" || !strings.Contains(string(patch), `"resourceVersion":"42"`) {
+	if got.Metadata.ResourceVersion != "42" {
 		t.Errorf("the patch must hold on the resourceVersion read: %s", patch)
 	}
-	if Owner(got, obj(managed, map[string]string{wellknown.ResourceTemplateUIDAnnotation: "uid-1"}), host) != Unmanaged {
+	// Released as the patch says, the object is the member's to a template that comes back.
+	rel := obj(map[string]string{"app": "web"}, map[string]string{"note": "mine"})
+	if Owner(rel, obj(managed, map[string]string{wellknown.ResourceTemplateUIDAnnotation: "uid-1"}), host) != Unmanaged {
 		t.Error("a released object must be the member's (unmanaged) to a template that comes back")
 	}
 
