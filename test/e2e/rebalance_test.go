@@ -56,8 +56,7 @@ var _ = Describe("Rebalance: cordon, rebalance, uncordon", Ordered, func() {
 		out, err := build.CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), "build the plugin: %s", out)
 
-		Expect(env.Host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-			Labels: map[string]string{wellknown.PropagationLabel: wellknown.PropagationEnabled}}})).To(Succeed())
+		templateNamespace(ctx, ns)
 		weight := func(m string) policyv1alpha1.StaticClusterWeight {
 			return policyv1alpha1.StaticClusterWeight{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{m}}, Weight: 1}
 		}

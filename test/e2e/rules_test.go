@@ -24,12 +24,29 @@ import (
 	"github.com/flotilla-io/flotilla/internal/bindings"
 )
 
-// templateNamespace creates an opted-in namespace for one test.
+// templateNamespace creates an opted-in namespace for one test, and waits until the host
+// holds its templates.
 func templateNamespace(ctx context.Context, name string) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
 		Labels: map[string]string{wellknown.PropagationLabel: wellknown.PropagationEnabled}}}
 	Expect(env.Host.Create(ctx, ns)).To(Succeed())
+	awaitHold(ctx, name)
 	return name
+}
+
+// awaitHold waits until the apiserver enforces the host hold in the opted-in namespace ns,
+// as an admin would check before creating templates there: it sees a namespace's new label
+// a moment after it is written, and a template created before that escapes the hold (the
+// host's Deployment controller writes its status, under its own field manager).
+func awaitHold(ctx context.Context, ns string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		err := env.Host.Create(ctx, pod, client.DryRunAll)
+		g.Expect(err).To(HaveOccurred(), "the hold does not deny Pods in %s yet", ns)
+		g.Expect(err.Error()).To(ContainSubstring(wellknown.PropagationLabel))
+	}).WithContext(ctx).WithPolling(100 * time.Millisecond).Should(Succeed())
 }
 
 func configMap(ns, name, value string) *corev1.ConfigMap {
@@ -186,16 +203,8 @@ var _ = Describe("Propagation rules", func() {
 
 var _ = Describe("Host hold", func() {
 	It("keeps workloads in opted-in namespaces from running on the host", func(ctx context.Context) {
+		// templateNamespace waits until the apiserver enforces the hold there.
 		ns := templateNamespace(ctx, "e2e-hold")
-		// The manager applies the hold at start-up; wait until the apiserver enforces it, as
-		// an admin would check before opting namespaces in.
-		Eventually(func(g Gomega) {
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
-			err := env.Host.Create(ctx, pod, client.DryRunAll)
-			g.Expect(err).To(HaveOccurred())
-			g.Expect(err.Error()).To(ContainSubstring(wellknown.PropagationLabel))
-		}).WithContext(ctx).Should(Succeed())
 		plain := "e2e-hold-control"
 		Expect(env.Host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plain}})).To(Succeed())
 

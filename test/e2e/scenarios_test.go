@@ -24,7 +24,8 @@ func scenario(parts ...string) string {
 	return filepath.Join(append([]string{framework.RepoRoot(), "test", "testdata", "scenarios"}, parts...)...)
 }
 
-// optIn labels the namespace so its objects become templates.
+// optIn labels the namespace so its objects become templates, and waits until the host holds
+// them.
 func optIn(ctx context.Context, ns string) {
 	n := &corev1.Namespace{}
 	Expect(env.Host.Get(ctx, types.NamespacedName{Name: ns}, n)).To(Succeed())
@@ -34,6 +35,7 @@ func optIn(ctx context.Context, ns string) {
 	}
 	n.Labels[wellknown.PropagationLabel] = wellknown.PropagationEnabled
 	Expect(env.Host.Patch(ctx, n, patch)).To(Succeed())
+	awaitHold(ctx, ns)
 }
 
 func bindingConditionsTrue(ctx context.Context, ns, name string) func(Gomega) {
