@@ -380,11 +380,37 @@ func (r *Reconciler) pruneStale(ctx context.Context, rb *workv1alpha2.ResourceBi
 	}, false)
 }
 
+// preserveAttempts bounds drop's fresh reads of a binding whose preserve patch met a conflict.
+const preserveAttempts = 5
+
+// errPreserveRace says the preserve patch of a binding about to be deleted met a conflict.
+var errPreserveRace = errors.New("the binding changed before it was marked to preserve its member objects")
+
 // drop removes the matching requiredBy entries; a binding left without any, and without a
 // policy of its own, is deleted as it is, its requiredBy untouched: emptied first, a delete
 // that then failed (the binding changed meanwhile) would leave a binding that no workload
 // lists, that no retry would find again, and that nothing else deletes.
+//
+// When it is to preserve its member objects, a conflict on marking it so is retried here, on
+// a fresh read, rather than at the next reconcile: by then the workload's binding may be gone,
+// and with it the knowledge that the workload's member objects, and so its dependencies', are
+// kept. Once marked, a delete that fails loses nothing.
 func (r *Reconciler) drop(ctx context.Context, b *workv1alpha2.ResourceBinding, match func(workv1alpha2.BindingSnapshot) bool, preserve bool) error {
+	for attempt := 1; ; attempt++ {
+		err := r.dropOnce(ctx, b, match, preserve)
+		if !errors.Is(err, errPreserveRace) {
+			return err
+		}
+		if attempt == preserveAttempts {
+			return fmt.Errorf("%w: %w", errRace, err)
+		}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+}
+
+func (r *Reconciler) dropOnce(ctx context.Context, b *workv1alpha2.ResourceBinding, match func(workv1alpha2.BindingSnapshot) bool, preserve bool) error {
 	remaining := slices.DeleteFunc(slices.Clone(b.Spec.RequiredBy), match)
 	if len(remaining) == len(b.Spec.RequiredBy) {
 		return nil
@@ -394,7 +420,10 @@ func (r *Reconciler) drop(ctx context.Context, b *workv1alpha2.ResourceBinding, 
 			before := b.DeepCopy()
 			b.Spec.PreserveResourcesOnDeletion = ptr.To(true)
 			if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-				return raced(err)
+				if apierrors.IsConflict(err) {
+					return fmt.Errorf("%w: %w", errPreserveRace, err)
+				}
+				return client.IgnoreNotFound(err)
 			}
 		}
 		ctrl.LoggerFrom(ctx).Info("Removing a dependency no workload needs", "binding", client.ObjectKeyFromObject(b), "preserve", preserve)
