@@ -1,6 +1,7 @@
 package detector
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -31,7 +31,6 @@ import (
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/handoff"
 	"github.com/flotilla-io/flotilla/internal/memo"
-	"github.com/flotilla-io/flotilla/internal/metapatch"
 	"github.com/flotilla-io/flotilla/internal/policymatch"
 	"github.com/flotilla-io/flotilla/internal/resourceselector"
 )
@@ -94,16 +93,18 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// The detector reads every kind that can be a template and claims the templates with labels,
-// so it needs get, list, watch and patch on all resources. This is the one wildcard grant:
-// templates are whatever kinds users create, including custom resources unknown at install.
-// +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch;patch
+// The detector reads every kind that can be a template, including custom resources unknown at
+// install, so it needs get, list and watch on all resources. It writes nothing to templates:
+// the claim is on the binding.
+// +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch
 
-// Reconcile binds one template.
+// Reconcile binds one template: it reads the template and its binding (which holds the claim),
+// chooses the policy, and writes the binding once. The template is only read.
 func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("template", key.String())
 	ctx = ctrl.LoggerInto(ctx, log)
 
+	// Read: the template (metadata) and its binding.
 	tmpl := &metav1.PartialObjectMetadata{}
 	tmpl.SetGroupVersionKind(key.GVK)
 	if err := r.Client.Get(ctx, key.NamespacedName, tmpl); err != nil {
@@ -125,18 +126,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 		// go too (unless the policy preserves them) rather than being unclaimed and kept.
 		return ctrl.Result{}, errors.Join(err, r.deleteBinding(ctx, key, false))
 	}
+	rb, err := r.binding(ctx, key)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 
+	// Desired state: in scope, and the policy that claims it.
 	inScope, err := r.inScope(ctx, tmpl)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if !inScope {
 		r.warned.Delete(key)
-		_, err := r.unclaim(ctx, tmpl)
-		if errors.Is(err, errRetry) {
-			return ctrl.Result{RequeueAfter: retryAfter}, nil
-		}
-		return ctrl.Result{}, err
+		_, err := r.unclaim(ctx, tmpl, rb)
+		return retryOn(err)
 	}
 	// A workload waiting for this template as a dependency goes on now.
 	required := r.Dependencies != nil && r.Dependencies.Appeared(key.GVK, key.NamespacedName)
@@ -145,17 +148,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	choice, chooseErr := policymatch.Choose(selectable(tmpl), claimOf(tmpl), policies)
+	prev := claimOf(rb, tmpl)
+	choice, chooseErr := policymatch.Choose(selectable(tmpl), prev, policies)
 	if chooseErr != nil {
 		log.Error(chooseErr, "Some policies have invalid selectors and were skipped")
 	}
 	if choice.Policy == nil {
-		attached, err := r.unclaim(ctx, tmpl)
-		if errors.Is(err, errRetry) {
-			return ctrl.Result{RequeueAfter: retryAfter}, nil
-		}
+		attached, err := r.unclaim(ctx, tmpl, rb)
 		if err != nil {
-			return ctrl.Result{}, err
+			return retryOn(err)
 		}
 		if attached || required {
 			// It propagates as a workload's dependency: no policy is needed.
@@ -180,28 +181,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 	}
 	r.waiting.Delete(key)
 
-	prev := claimOf(tmpl)
-	// A claim patch answers with the whole template: the binding is made from it, with no
-	// second read.
-	full, err := r.claim(ctx, tmpl, p)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	changed, err := r.ensureBinding(ctx, tmpl, p, full)
-	if errors.Is(err, errRetry) {
-		return ctrl.Result{RequeueAfter: retryAfter}, nil
-	}
-	if errors.Is(err, errBindingGoing) {
-		return ctrl.Result{RequeueAfter: bindingGoingRetry}, nil
+	// Write: the binding, which carries the claim.
+	changed, err := r.ensureBinding(ctx, tmpl, p, rb)
+	if errors.Is(err, errRetry) || errors.Is(err, errBindingGoing) {
+		return retryOn(err)
 	}
 	if err != nil {
 		r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, wellknown.EventReasonApplyPolicyFailed, "Propagate",
 			"Cannot apply %s: %v", p, err)
 		return ctrl.Result{}, err
 	}
-	// Success is an event only when the template changes policy: a first claim is told by
-	// the binding's FullyApplied event (one success event per propagation, not one per stage).
-	if changed && (choice.Preempted || (prev != policymatch.Claim{} && prev != claimOf(tmpl))) {
+
+	// Report: success is an event only when the template changes policy: a first claim is
+	// told by the binding's FullyApplied event (one success event per propagation, not one
+	// per stage).
+	if changed && (choice.Preempted || (!prev.IsZero() && !prev.Matches(p))) {
 		msg := fmt.Sprintf("Applied %s", p)
 		if choice.Preempted {
 			msg += " (preempted the previous policy)"
@@ -209,6 +203,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 		r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, wellknown.EventReasonApplyPolicySucceed, "Propagate", msg)
 	}
 	return ctrl.Result{}, nil
+}
+
+// retryOn turns the detector's retry errors into a requeue: errRetry looks again once the
+// cache has caught up with a write, errBindingGoing once the previous binding is gone.
+func retryOn(err error) (ctrl.Result, error) {
+	switch {
+	case errors.Is(err, errRetry):
+		return ctrl.Result{RequeueAfter: retryAfter}, nil
+	case errors.Is(err, errBindingGoing):
+		return ctrl.Result{RequeueAfter: bindingGoingRetry}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+// binding reads the template's binding from the cache; nil when it has none.
+func (r *Reconciler) binding(ctx context.Context, key Key) (client.Object, error) {
+	rb := newBinding(key)
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(rb), rb); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return rb, nil
 }
 
 // inScope reports whether the template may be propagated: cluster-scoped, or in an opted-in,
@@ -298,80 +313,50 @@ func selectable(tmpl *metav1.PartialObjectMetadata) *unstructured.Unstructured {
 	return u
 }
 
-// claimOf reads who claims the template from its labels and annotations.
-func claimOf(tmpl *metav1.PartialObjectMetadata) policymatch.Claim {
-	a := tmpl.Annotations
-	if tmpl.Labels[wellknown.PropagationPolicyPermanentIDLabel] != "" {
-		return policymatch.Claim{Namespace: a[wellknown.PropagationPolicyNamespaceAnnotation], Name: a[wellknown.PropagationPolicyNameAnnotation]}
+// claimOf reads who claims the template from its binding (nil: none): the policy's
+// permanent-id label and its name annotations. A binding of another template of the same name
+// (another group's kind) claims nothing for this one.
+func claimOf(rb client.Object, tmpl *metav1.PartialObjectMetadata) policymatch.Claim {
+	if rb == nil {
+		return policymatch.Claim{}
 	}
-	if tmpl.Labels[wellknown.ClusterPropagationPolicyPermanentIDLabel] != "" {
-		return policymatch.Claim{Cluster: true, Name: a[wellknown.ClusterPropagationPolicyNameAnnotation]}
+	res := bindings.Spec(rb).Resource
+	if res.Kind != tmpl.GetObjectKind().GroupVersionKind().Kind || groupOf(res.APIVersion) != tmpl.GroupVersionKind().Group {
+		return policymatch.Claim{}
+	}
+	l, a := rb.GetLabels(), rb.GetAnnotations()
+	if id := l[wellknown.PropagationPolicyPermanentIDLabel]; id != "" {
+		return policymatch.Claim{Namespace: cmp.Or(a[wellknown.PropagationPolicyNamespaceAnnotation], rb.GetNamespace()),
+			Name: a[wellknown.PropagationPolicyNameAnnotation], PermanentID: id}
+	}
+	if id := l[wellknown.ClusterPropagationPolicyPermanentIDLabel]; id != "" {
+		return policymatch.Claim{Cluster: true, Name: a[wellknown.ClusterPropagationPolicyNameAnnotation], PermanentID: id}
 	}
 	return policymatch.Claim{}
 }
 
+// groupOf is the group of an apiVersion ("" for the core group).
+func groupOf(apiVersion string) string {
+	if g, _, ok := strings.Cut(apiVersion, "/"); ok {
+		return g
+	}
+	return ""
+}
+
+// claimLabels and claimAnnotations are the keys of a claim on a binding (bindingClaim).
 var claimLabels = []string{wellknown.PropagationPolicyPermanentIDLabel, wellknown.ClusterPropagationPolicyPermanentIDLabel}
 var claimAnnotations = []string{wellknown.PropagationPolicyNamespaceAnnotation, wellknown.PropagationPolicyNameAnnotation, wellknown.ClusterPropagationPolicyNameAnnotation}
 
-// claim labels and annotates the template for the policy, in one patch, when it is not
-// already. When it patched, it returns the whole template the host answered with.
-func (r *Reconciler) claim(ctx context.Context, tmpl *metav1.PartialObjectMetadata, p *policymatch.Policy) (*unstructured.Unstructured, error) {
-	labels, annotations := map[string]string{}, map[string]string{}
-	if p.IsCluster() {
-		labels[wellknown.ClusterPropagationPolicyPermanentIDLabel] = p.PermanentID
-		annotations[wellknown.ClusterPropagationPolicyNameAnnotation] = p.Name
-	} else {
-		labels[wellknown.PropagationPolicyPermanentIDLabel] = p.PermanentID
-		annotations[wellknown.PropagationPolicyNamespaceAnnotation] = p.Namespace
-		annotations[wellknown.PropagationPolicyNameAnnotation] = p.Name
-	}
-	return r.patchClaim(ctx, tmpl, labels, annotations)
-}
-
-// patchClaim sets the claim keys to exactly the given ones, removing the others, with one
-// merge patch when anything differs. It returns the whole template the patch answered with
-// (nil when nothing was patched or the template is gone) and brings tmpl's metadata up to it.
-func (r *Reconciler) patchClaim(ctx context.Context, tmpl *metav1.PartialObjectMetadata, labels, annotations map[string]string) (*unstructured.Unstructured, error) {
-	data, ok := metapatch.Keys{Labels: claimLabels, Annotations: claimAnnotations}.Patch(tmpl, labels, annotations, false)
-	if !ok {
-		return nil, nil
-	}
-	full := &unstructured.Unstructured{}
-	full.SetGroupVersionKind(tmpl.GroupVersionKind())
-	full.SetNamespace(tmpl.Namespace)
-	full.SetName(tmpl.Name)
-	if err := r.Client.Patch(ctx, full, client.RawPatch(types.MergePatchType, data)); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	md, _, _ := unstructured.NestedMap(full.Object, "metadata")
-	var meta metav1.ObjectMeta
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(md, &meta); err != nil {
-		return nil, fmt.Errorf("reading the metadata of %s/%s: %w", tmpl.Namespace, tmpl.Name, err)
-	}
-	tmpl.ObjectMeta = meta
-	return full, nil
-}
-
-// unclaim removes the claim and the binding, keeping member objects. A binding that
+// unclaim removes the claim, that is the binding, keeping member objects. A binding that
 // workloads require as a dependency stays, without the policy's part: attached reports so.
-func (r *Reconciler) unclaim(ctx context.Context, tmpl *metav1.PartialObjectMetadata) (attached bool, err error) {
+// rb is the binding as read (nil: none in the cache).
+func (r *Reconciler) unclaim(ctx context.Context, tmpl *metav1.PartialObjectMetadata, rb client.Object) (attached bool, err error) {
 	key := Key{GVK: tmpl.GroupVersionKind(), NamespacedName: client.ObjectKeyFromObject(tmpl)}
-	rb := newBinding(key)
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(rb), rb); err != nil && !apierrors.IsNotFound(err) {
-		return false, err
-	} else if err == nil && rb.GetDeletionTimestamp() == nil && len(bindings.Spec(rb).RequiredBy) > 0 {
+	if rb != nil && rb.GetDeletionTimestamp() == nil && len(bindings.Spec(rb).RequiredBy) > 0 {
 		r.created.Delete(key)
-		if err := r.detach(ctx, rb, tmpl); err != nil {
-			return true, err
-		}
-		_, err := r.patchClaim(ctx, tmpl, nil, nil)
-		return true, err
+		return true, r.detach(ctx, rb.DeepCopyObject().(client.Object), tmpl)
 	}
-	if err := r.deleteBinding(ctx, key, true); err != nil {
-		return false, err
-	}
-	_, err = r.patchClaim(ctx, tmpl, nil, nil)
-	return false, err
+	return false, r.deleteBinding(ctx, key, true)
 }
 
 // detach turns the binding of a template that workloads require, and that no policy claims,
@@ -392,6 +377,9 @@ func (r *Reconciler) detach(ctx context.Context, rb client.Object, tmpl *metav1.
 	rb.SetLabels(labels)
 	if ann := rb.GetAnnotations(); ann != nil {
 		delete(ann, wellknown.AppliedPlacementAnnotation)
+		for _, k := range claimAnnotations {
+			delete(ann, k)
+		}
 		rb.SetAnnotations(ann)
 	}
 	spec := bindings.Spec(rb)
@@ -479,16 +467,14 @@ func newBinding(key Key) client.Object {
 	return &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: name}}
 }
 
-// ensureBinding creates or updates the template's binding. It needs the whole template only
-// when the binding is missing or stale: full when the caller has it (the claim's answer), else
-// read from the host. It reports whether it wrote.
-func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObjectMetadata, p *policymatch.Policy, full *unstructured.Unstructured) (bool, error) {
+// ensureBinding creates or updates the template's binding, rb as read (nil: none in the
+// cache), with the policy's claim. It reads the whole template only when the binding is
+// missing or stale. It reports whether it wrote.
+func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObjectMetadata, p *policymatch.Policy, rb client.Object) (bool, error) {
 	key := Key{GVK: tmpl.GroupVersionKind(), NamespacedName: client.ObjectKeyFromObject(tmpl)}
-	rb := newBinding(key)
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(rb), rb)
-	exists := err == nil
-	if err != nil && !apierrors.IsNotFound(err) {
-		return false, err
+	exists := rb != nil
+	if exists {
+		rb = rb.DeepCopyObject().(client.Object)
 	}
 	if !exists {
 		if at, ok := r.created.Load(key); ok && time.Since(at) < createdTTL {
@@ -519,12 +505,10 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 		return false, nil
 	}
 
-	if full == nil {
-		full = &unstructured.Unstructured{}
-		full.SetGroupVersionKind(key.GVK)
-		if err := r.APIReader.Get(ctx, key.NamespacedName, full); err != nil {
-			return false, client.IgnoreNotFound(err)
-		}
+	full := &unstructured.Unstructured{}
+	full.SetGroupVersionKind(key.GVK)
+	if err := r.APIReader.Get(ctx, key.NamespacedName, full); err != nil {
+		return false, client.IgnoreNotFound(err)
 	}
 	replicas, req, err := r.Interpreter.GetReplicas(full)
 	if err != nil {
@@ -537,9 +521,10 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	}
 
 	desired := newBinding(key)
-	desired.SetLabels(bindingLabels(p))
-	annotations := map[string]string{wellknown.ResourceTemplateGenerationAnnotation: fmt.Sprint(full.GetGeneration()),
-		TemplateMetadataAnnotation: metadataFingerprint(full)}
+	labels, annotations := bindingClaim(p)
+	desired.SetLabels(labels)
+	annotations[wellknown.ResourceTemplateGenerationAnnotation] = fmt.Sprint(full.GetGeneration())
+	annotations[TemplateMetadataAnnotation] = metadataFingerprint(full)
 	if revision != "" {
 		annotations[wellknown.InterpreterRevisionAnnotation] = revision
 	}
@@ -673,8 +658,14 @@ func copyBool(b *bool) *bool {
 // templateCurrent reports whether the binding is the policy's and already reflects this
 // version of the template, so the template need not be read.
 func templateCurrent(rb client.Object, tmpl *metav1.PartialObjectMetadata, p *policymatch.Policy) bool {
-	for k, v := range bindingLabels(p) {
+	labels, annotations := bindingClaim(p)
+	for k, v := range labels {
 		if rb.GetLabels()[k] != v {
+			return false
+		}
+	}
+	for k, v := range annotations {
+		if rb.GetAnnotations()[k] != v {
 			return false
 		}
 	}
@@ -816,15 +807,19 @@ func mergeSuspension(cur, fromPolicy *workv1alpha2.Suspension) *workv1alpha2.Sus
 	return out
 }
 
-func bindingLabels(p *policymatch.Policy) map[string]string {
+// bindingClaim is the claim of a template by p, as its binding carries it (Karmada's keys):
+// the policy's permanent-id label, and annotations with its name (and namespace).
+func bindingClaim(p *policymatch.Policy) (labels, annotations map[string]string) {
 	if p.IsCluster() {
-		return map[string]string{wellknown.ClusterPropagationPolicyPermanentIDLabel: p.PermanentID}
+		return map[string]string{wellknown.ClusterPropagationPolicyPermanentIDLabel: p.PermanentID},
+			map[string]string{wellknown.ClusterPropagationPolicyNameAnnotation: p.Name}
 	}
-	return map[string]string{wellknown.PropagationPolicyPermanentIDLabel: p.PermanentID}
+	return map[string]string{wellknown.PropagationPolicyPermanentIDLabel: p.PermanentID},
+		map[string]string{wellknown.PropagationPolicyNamespaceAnnotation: p.Namespace, wellknown.PropagationPolicyNameAnnotation: p.Name}
 }
 
-// mergeMaps sets desired's labels and annotations on obj, keeping obj's others; the claim
-// label of the other policy kind is removed (a PP may take a template from a CPP).
+// mergeMaps sets desired's labels and annotations on obj, keeping obj's others; the claim of
+// the other policy kind is removed (a PP may take a template from a CPP).
 func mergeMaps(obj, desired client.Object) {
 	labels := obj.GetLabels()
 	if labels == nil {
@@ -840,6 +835,9 @@ func mergeMaps(obj, desired client.Object) {
 	ann := obj.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
+	}
+	for _, k := range claimAnnotations {
+		delete(ann, k)
 	}
 	for k, v := range desired.GetAnnotations() {
 		ann[k] = v

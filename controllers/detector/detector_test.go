@@ -62,35 +62,52 @@ func rb(ns, kind, name string) *workv1alpha2.ResourceBinding {
 	return &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: detector.BindingName(kind, name)}}
 }
 
-// expectClaimedBy waits until the template is claimed by the PropagationPolicy and its
-// binding carries the policy's permanent id (the policy's UID).
+// expectClaimedBy waits until the template is claimed by the PropagationPolicy: its binding
+// carries the policy's permanent id (the policy's UID), namespace and name. The template
+// itself carries no claim: Flotilla never writes it.
 func expectClaimedBy(ctx context.Context, tmpl client.Object, pp *policyv1alpha1.PropagationPolicy) {
 	GinkgoHelper()
 	gvk, err := apiutil.GVKForObject(tmpl, env.Scheme)
 	Expect(err).NotTo(HaveOccurred())
 	kind := gvk.Kind
 	Eventually(func(g Gomega) {
-		env.Get(ctx, g, tmpl)
-		g.Expect(tmpl.GetLabels()).To(HaveKeyWithValue(wellknown.PropagationPolicyPermanentIDLabel, string(pp.UID)))
-		g.Expect(tmpl.GetAnnotations()).To(And(
-			HaveKeyWithValue(wellknown.PropagationPolicyNamespaceAnnotation, pp.Namespace),
-			HaveKeyWithValue(wellknown.PropagationPolicyNameAnnotation, pp.Name)))
 		b := rb(tmpl.GetNamespace(), kind, tmpl.GetName())
 		env.Get(ctx, g, b)
 		g.Expect(b.Labels).To(HaveKeyWithValue(wellknown.PropagationPolicyPermanentIDLabel, string(pp.UID)))
+		g.Expect(b.Annotations).To(And(
+			HaveKeyWithValue(wellknown.PropagationPolicyNamespaceAnnotation, pp.Namespace),
+			HaveKeyWithValue(wellknown.PropagationPolicyNameAnnotation, pp.Name)))
 	}).WithContext(ctx).Should(Succeed())
+	expectNoClaimOnTemplate(ctx, tmpl)
 }
 
-// expectUnclaimed waits until the template carries no claim.
+// expectNoClaimOnTemplate checks that the template carries none of the claim's keys.
+func expectNoClaimOnTemplate(ctx context.Context, tmpl client.Object) {
+	GinkgoHelper()
+	Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+	Expect(tmpl.GetLabels()).NotTo(Or(HaveKey(wellknown.PropagationPolicyPermanentIDLabel),
+		HaveKey(wellknown.ClusterPropagationPolicyPermanentIDLabel)))
+	Expect(tmpl.GetAnnotations()).NotTo(Or(HaveKey(wellknown.PropagationPolicyNameAnnotation),
+		HaveKey(wellknown.PropagationPolicyNamespaceAnnotation), HaveKey(wellknown.ClusterPropagationPolicyNameAnnotation)))
+}
+
+// expectUnclaimed waits until no policy claims the template: its binding is gone (or being
+// deleted), or carries no claim.
 func expectUnclaimed(ctx context.Context, tmpl client.Object) {
 	GinkgoHelper()
+	gvk, err := apiutil.GVKForObject(tmpl, env.Scheme)
+	Expect(err).NotTo(HaveOccurred())
 	Eventually(func(g Gomega) {
-		env.Get(ctx, g, tmpl)
-		g.Expect(tmpl.GetLabels()).NotTo(Or(HaveKey(wellknown.PropagationPolicyPermanentIDLabel),
-			HaveKey(wellknown.ClusterPropagationPolicyPermanentIDLabel)))
-		g.Expect(tmpl.GetAnnotations()).NotTo(Or(HaveKey(wellknown.PropagationPolicyNameAnnotation),
-			HaveKey(wellknown.PropagationPolicyNamespaceAnnotation), HaveKey(wellknown.ClusterPropagationPolicyNameAnnotation)))
+		b := rb(tmpl.GetNamespace(), gvk.Kind, tmpl.GetName())
+		err := env.Host.Get(ctx, client.ObjectKeyFromObject(b), b)
+		if err == nil && b.DeletionTimestamp == nil {
+			g.Expect(b.Labels).NotTo(Or(HaveKey(wellknown.PropagationPolicyPermanentIDLabel),
+				HaveKey(wellknown.ClusterPropagationPolicyPermanentIDLabel)))
+		} else if err != nil {
+			g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+		}
 	}).WithContext(ctx).Should(Succeed())
+	expectNoClaimOnTemplate(ctx, tmpl)
 }
 
 // expectBindingDeleted waits until the detector has deleted the binding: with no binding
@@ -287,8 +304,9 @@ var _ = Describe("Binding templates to PropagationPolicies", func() {
 		By("a higher priority without preemption leaves the claim alone")
 		createPP(ctx, ns, "high", selectConfigMap("cfg"), prio(10, policyv1alpha1.PreemptNever))
 		Consistently(func(g Gomega) {
-			env.Get(ctx, g, cfg)
-			g.Expect(cfg.Annotations).To(HaveKeyWithValue(wellknown.PropagationPolicyNameAnnotation, "mid"))
+			claim := rb(ns, "ConfigMap", "cfg")
+			env.Get(ctx, g, claim)
+			g.Expect(claim.Annotations).To(HaveKeyWithValue(wellknown.PropagationPolicyNameAnnotation, "mid"))
 		}).WithContext(ctx).Should(Succeed())
 
 		By("a higher priority with preemption: Always takes the template, and its binding")
@@ -447,12 +465,13 @@ var _ = Describe("Binding cluster-scoped templates to ClusterPropagationPolicies
 
 		crb := &workv1alpha2.ClusterResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: "det-reader-clusterrole"}}
 		Eventually(func(g Gomega) {
-			env.Get(ctx, g, role)
-			g.Expect(role.Labels).To(HaveKeyWithValue(wellknown.ClusterPropagationPolicyPermanentIDLabel, string(cpp.UID)))
-			g.Expect(role.Annotations).To(HaveKeyWithValue(wellknown.ClusterPropagationPolicyNameAnnotation, "readers"))
 			env.Get(ctx, g, crb)
+			g.Expect(crb.Labels).To(HaveKeyWithValue(wellknown.ClusterPropagationPolicyPermanentIDLabel, string(cpp.UID)))
+			g.Expect(crb.Annotations).To(HaveKeyWithValue(wellknown.ClusterPropagationPolicyNameAnnotation, "readers"))
 		}).WithContext(ctx).Should(Succeed())
-		Expect(crb.Labels).To(HaveKeyWithValue(wellknown.ClusterPropagationPolicyPermanentIDLabel, string(cpp.UID)))
+		rv := role.ResourceVersion
+		expectNoClaimOnTemplate(ctx, role)
+		Expect(role.ResourceVersion).To(Equal(rv), "the template is never written")
 		Expect(crb.Labels).To(HaveKeyWithValue(wellknown.ClusterResourceBindingPermanentIDLabel, Not(BeEmpty())))
 		Expect(crb.Finalizers).To(ConsistOf(wellknown.BindingControllerFinalizer))
 		Expect(crb.Spec.Resource).To(Equal(workv1alpha2.ObjectReference{APIVersion: "rbac.authorization.k8s.io/v1",

@@ -20,14 +20,14 @@ var _ = Describe("Reading a template once", func() {
 		Expect(env.Host.Create(ctx, web)).To(Succeed())
 		expectClaimedBy(ctx, web, pp)
 
-		Expect(templateReads.Gets(client.ObjectKeyFromObject(web))).To(BeZero(),
-			"the claim patch answers with the whole template: the detector reads it no more")
+		Expect(templateReads.Gets(client.ObjectKeyFromObject(web))).To(Equal(1),
+			"the template is read whole once, to make its binding, and never written")
 		b := rb(ns, "Deployment", "web")
 		env.Get(ctx, Default, b)
 		got, ok := templates.Take(web.UID, b.Spec.Resource.ResourceVersion)
 		Expect(ok).To(BeTrue(), "the version the binding names is handed over")
-		Expect(got.GetLabels()).To(HaveKeyWithValue(wellknown.PropagationPolicyPermanentIDLabel, string(pp.UID)),
-			"it is the claimed template")
+		Expect(got.GetUID()).To(Equal(web.UID), "it is the claimed template")
+		Expect(got.GetLabels()).NotTo(HaveKey(wellknown.PropagationPolicyPermanentIDLabel), "the claim is on the binding")
 		replicas, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas")
 		Expect(replicas).To(Equal(int64(3)))
 

@@ -57,6 +57,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := setupPolicyIndexes(mgr); err != nil {
 		return err
 	}
+	if err := setupBindingIndexes(context.Background(), mgr); err != nil {
+		return err
+	}
 	r.watcher = newWatcher(mgr.GetCache(), disco, meta, mgr.GetAPIReader(), opts.DiscoveryInterval)
 	r.Client = &templateClient{Client: r.Client, w: r.watcher}
 	// Template events, and the opt-in and opt-out of namespaces, come from the watcher.
@@ -112,13 +115,12 @@ func setupPolicyIndexes(mgr ctrl.Manager) error {
 }
 
 // templatesOfPolicy maps a policy to the templates its selectors select and those it claims
-// now (so that a changed or deleted policy releases them). A policy selecting one template by
+// now, found by their bindings (so that a changed or deleted policy releases them). A policy selecting one template by
 // name so maps to that template, not to every template of the kind. The kinds it names are
 // watched from now on: templates of a kind watched only now are enqueued by the watch's
 // initial list rather than returned here.
 func (r *Reconciler) templatesOfPolicy(ctx context.Context, namespace string, spec *policyv1alpha1.PropagationSpec, idLabel, id string) []Key {
 	selected := r.watcher.wantSelected(ctx, spec)
-	kinds := r.watcher.watchedKinds()
 	seen := map[Key]struct{}{}
 	var out []Key
 	add := func(keys []Key) {
@@ -148,9 +150,11 @@ func (r *Reconciler) templatesOfPolicy(ctx context.Context, namespace string, sp
 		}
 	}
 	if id != "" {
-		for gvk := range kinds {
-			add(r.watcher.listClaimed(gvk, namespace, idLabel, id))
+		claimed, err := claimedTemplates(ctx, r.Client, namespace, IndexBindingByClaim, idLabel+"="+id)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Cannot list the templates the policy claims", "policy", idLabel+"="+id)
 		}
+		add(claimed)
 	}
 	return out
 }

@@ -293,26 +293,10 @@ func (w *watcher) sync(ctx context.Context) error {
 	return scanErr
 }
 
-// claimed lists the objects of a kind that carry a claim label, anywhere on the host.
+// claimed lists the templates of a kind that some policy claims, anywhere on the host: those
+// whose bindings carry a claim.
 func (w *watcher) claimed(ctx context.Context, gvk schema.GroupVersionKind) ([]Key, error) {
-	var keys []Key
-	for _, label := range claimLabels {
-		cont := ""
-		for {
-			l := &metav1.PartialObjectMetadataList{}
-			l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-			if err := w.live.List(ctx, l, client.HasLabels{label}, client.Limit(500), client.Continue(cont)); err != nil {
-				return nil, err
-			}
-			for i := range l.Items {
-				keys = append(keys, Key{GVK: gvk, NamespacedName: client.ObjectKeyFromObject(&l.Items[i])})
-			}
-			if cont = l.Continue; cont == "" {
-				break
-			}
-		}
-	}
-	return keys, nil
+	return claimedTemplates(ctx, w.cache, "", IndexClaimedBindingByKind, gvk.String())
 }
 
 // wantNamedKinds watches every cluster-scoped kind some policy's resourceSelectors name.

@@ -90,37 +90,6 @@ func (i *informer) named(gvk schema.GroupVersionKind, namespace, name string, ma
 	return []Key{keyOf(gvk, m)}
 }
 
-// claimed returns the keys of the objects of a namespace ("": all) that carry a claim label
-// (claimLabels) with the value id.
-func (i *informer) claimed(gvk schema.GroupVersionKind, namespace, label, id string) []Key {
-	objs, _ := i.inf.GetIndexer().ByIndex(claimIndex, label+"="+id)
-	var out []Key
-	for _, o := range objs {
-		if m, ok := o.(*metav1.PartialObjectMetadata); ok && (namespace == "" || m.Namespace == namespace) {
-			out = append(out, keyOf(gvk, m))
-		}
-	}
-	return out
-}
-
-// claimIndex indexes the watched templates by their claim labels, as label=value: the
-// templates a policy claims are found without looking at every template.
-const claimIndex = "claim"
-
-func claimIndexFunc(o any) ([]string, error) {
-	m, ok := o.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return nil, nil
-	}
-	var out []string
-	for _, l := range claimLabels {
-		if v := m.Labels[l]; v != "" {
-			out = append(out, l+"="+v)
-		}
-	}
-	return out, nil
-}
-
 // versions maps the objects the informer holds: store key → resourceVersion.
 func (i *informer) versions() map[string]string {
 	out := map[string]string{}
@@ -165,7 +134,7 @@ func (w *watcher) newInformerLocked(gvk schema.GroupVersionKind, namespaces map[
 		WatchFuncWithContext: watchFn,
 	}
 	inf := toolscache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0,
-		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc, claimIndex: claimIndexFunc})
+		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	_ = inf.SetTransform(trimTemplateMetadata)
 	ctx, cancel := context.WithCancel(w.ctx)
 	i := &informer{inf: inf, namespaces: namespaces, cancel: cancel, done: make(chan struct{})}
@@ -362,12 +331,6 @@ func (w *watcher) listNamed(ctx context.Context, gvk schema.GroupVersionKind, na
 		return nil // a cluster-scoped kind has nothing in a namespace
 	}
 	return union(infs, func(inf *informer) []Key { return inf.named(gvk, namespace, name, match) })
-}
-
-// listClaimed returns the keys of the watched objects of one kind, in a namespace ("": all),
-// that the policy with this claim label value claims.
-func (w *watcher) listClaimed(gvk schema.GroupVersionKind, namespace, label, id string) []Key {
-	return union(w.kindInformers(gvk), func(inf *informer) []Key { return inf.claimed(gvk, namespace, label, id) })
 }
 
 // templateClient is the detector's client: reads of template metadata

@@ -23,7 +23,8 @@ import (
 type Policy struct {
 	Namespace string
 	Name      string
-	// PermanentID is the policy's permanent-id label, written to the templates it claims.
+	// PermanentID is the policy's permanent-id label, written to the bindings of the
+	// templates it claims.
 	PermanentID string
 	Spec        *policyv1alpha1.PropagationSpec
 	// Deleting policies never claim.
@@ -43,17 +44,30 @@ func (p *Policy) String() string {
 	return "PropagationPolicy " + p.Namespace + "/" + p.Name
 }
 
-// Claim identifies the policy that claims a template now, from the template's labels and
-// annotations; zero when unclaimed.
+// Claim identifies the policy that claims a template now, from the labels and annotations of
+// the template's binding (the template itself is never written); zero when unclaimed.
 type Claim struct {
 	Cluster   bool
 	Namespace string
 	Name      string
+	// PermanentID is the claiming policy's permanent id. A binding written before the claim's
+	// name annotations were (an earlier Flotilla) names its policy by this id alone.
+	PermanentID string
 }
 
-// Matches reports whether the claim names p.
+// IsZero reports whether no policy claims the template.
+func (c Claim) IsZero() bool { return c.Name == "" && c.PermanentID == "" }
+
+// Matches reports whether the claim names p: by name, or by permanent id when the claim has
+// no name.
 func (c Claim) Matches(p *Policy) bool {
-	return c.Name != "" && c.Name == p.Name && c.Cluster == p.IsCluster() && (c.Cluster || c.Namespace == p.Namespace)
+	if c.Cluster != p.IsCluster() {
+		return false
+	}
+	if c.Name == "" {
+		return c.PermanentID != "" && c.PermanentID == p.PermanentID
+	}
+	return c.Name == p.Name && (c.Cluster || c.Namespace == p.Namespace)
 }
 
 // Result is the choice.

@@ -40,7 +40,7 @@ func pol(ns, name string, prio int32, s sel, preempt bool) *Policy {
 	if preempt {
 		spec.Preemption = policyv1alpha1.PreemptAlways
 	}
-	return &Policy{Namespace: ns, Name: name, Spec: spec}
+	return &Policy{Namespace: ns, Name: name, PermanentID: "id-" + ns + "-" + name, Spec: spec}
 }
 
 func TestChoose(t *testing.T) {
@@ -62,6 +62,8 @@ func TestChoose(t *testing.T) {
 		{"no preemption at equal priority", Claim{Namespace: "default", Name: "a"}, []*Policy{pol("default", "a", 0, byKind, false), pol("default", "b", 0, byName, true)}, "a", false},
 		{"PP preempts CPP", Claim{Cluster: true, Name: "c"}, []*Policy{pol("", "c", 10, byName, false), pol("default", "p", 0, byName, true)}, "p", true},
 		{"claim of a policy that no longer matches", Claim{Namespace: "default", Name: "gone"}, []*Policy{pol("default", "b", 0, byKind, false)}, "b", false},
+		{"claim by permanent id alone stays", Claim{PermanentID: "id-default-low"}, []*Policy{pol("default", "low", 0, byKind, false), pol("default", "high", 5, byName, false)}, "low", false},
+		{"a PP's id is no CPP's claim", Claim{Cluster: true, PermanentID: "id-default-low"}, []*Policy{pol("default", "low", 0, byKind, false), pol("default", "high", 5, byName, false)}, "high", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
