@@ -126,8 +126,12 @@ type HoldReconciler struct {
 	Jobs bool
 }
 
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=get;list;watch;create;update;patch
+// The hold's policies and bindings: created (RBAC cannot limit create by name), then updated
+// by name only, so the manager can change no other admission policy, the guard included
+// (internal/hostguard; admission policies do not apply to admission policies).
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=update;patch,resourceNames=flotilla-template-hold;flotilla-template-hold-kept
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=update;patch,resourceNames=flotilla-template-hold-jobs;flotilla-template-hold-jobs-kept
 
 // Reconcile applies the policies and bindings as they should be.
 func (r *HoldReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {

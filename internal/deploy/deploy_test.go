@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/flotilla-io/flotilla/internal/agentauth"
+	"github.com/flotilla-io/flotilla/internal/hostguard"
 )
 
 // repoRoot is the repository root, two levels up from this package.
@@ -78,7 +80,8 @@ func TestDefaultOverlay(t *testing.T) {
 	}
 	for _, o := range objs {
 		switch o.GetKind() {
-		case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding":
+		case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 		default:
 			if o.GetNamespace() != Namespace {
 				t.Errorf("%s %s is in namespace %q, want %s", o.GetKind(), o.GetName(), o.GetNamespace(), Namespace)
@@ -94,6 +97,8 @@ func TestDefaultOverlay(t *testing.T) {
 	if perms.ServiceAccount != Namespace+"/"+ManagerServiceAccount {
 		t.Errorf("manager runs as %s", perms.ServiceAccount)
 	}
+	// The guard watches the identity the manager runs as.
+	checkGuard(t, objs, hostguard.Username(Namespace, ManagerServiceAccount))
 	roles, err := ReadGeneratedRoles(root)
 	if err != nil {
 		t.Fatal(err)
@@ -184,8 +189,8 @@ func equalResources(a, b corev1.ResourceList) bool {
 }
 
 // TestLeastPrivilege holds the generated ClusterRole to least privilege: the only wildcards
-// are the detector's read-and-label grant on template kinds (controllers/detector/detector.go)
-// and the binding-status controller's patch of templates' status (the fleet's status,
+// are the detector's read grant on template kinds (controllers/detector/detector.go) and the
+// binding-status controller's patch of templates' status (the fleet's status,
 // controllers/workstatus/aggregate.go), and nothing may escalate, bind (but the Pull agent's
 // two ClusterRoles, by name), impersonate or read tokens.
 func TestLeastPrivilege(t *testing.T) {
@@ -199,7 +204,7 @@ func TestLeastPrivilege(t *testing.T) {
 		all = append(all, r...)
 	}
 	wildcards := []rbacv1.PolicyRule{
-		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"*"}, Resources: []string{"*/status"}, Verbs: []string{"patch"}},
 	}
 	allowed := Atoms(wildcards)
@@ -220,6 +225,53 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 		if slices.Contains(r.Resources, "serviceaccounts/token") || len(r.NonResourceURLs) > 0 {
 			t.Errorf("rule %v: not needed by the manager", r)
+		}
+	}
+}
+
+// checkGuard checks that objs hold the manager's guard, bound, for user.
+func checkGuard(t *testing.T, objs []*unstructured.Unstructured, user string) {
+	t.Helper()
+	policy := Find(objs, "ValidatingAdmissionPolicy", hostguard.Name)
+	if policy == nil || Find(objs, "ValidatingAdmissionPolicyBinding", hostguard.Name) == nil {
+		t.Errorf("no guard %s and its binding", hostguard.Name)
+		return
+	}
+	conds, _, _ := unstructured.NestedSlice(policy.Object, "spec", "matchConditions")
+	if len(conds) != 1 || !strings.Contains(fmt.Sprint(conds[0]), fmt.Sprintf("%q", user)) {
+		t.Errorf("the guard matches %v, want the manager's identity %s", conds, user)
+	}
+}
+
+// writeVerbs are the verbs that change the host.
+var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection", "*"}
+
+// TestNoWriteWildcard derives the manager's write rights from the generated role and fails on
+// any write that a wildcard grants, but the status subresource of every kind: templates are
+// the user's, and Flotilla writes nothing of them but their status. Before the claim moved to
+// the binding, the detector held patch on every resource of the host.
+func TestNoWriteWildcard(t *testing.T) {
+	roles, err := ReadGeneratedRoles(repoRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster, namespaced := roles.GeneratedRules()
+	all := slices.Clone(cluster)
+	for _, r := range namespaced {
+		all = append(all, r...)
+	}
+	for _, r := range all {
+		writes := slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return !slices.Contains(writeVerbs, v) })
+		if len(writes) == 0 {
+			continue
+		}
+		for _, res := range r.Resources {
+			if slices.Contains(r.APIGroups, "*") && res != "*/status" {
+				t.Errorf("write %v on %s in every API group: only */status may be written in every group", writes, res)
+			}
+			if res == "*" || (strings.HasPrefix(res, "*/") && res != "*/status") {
+				t.Errorf("write %v on every resource (%s) of groups %v", writes, res, r.APIGroups)
+			}
 		}
 	}
 }
@@ -472,6 +524,17 @@ func TestChartValues(t *testing.T) {
 		}
 		return objs
 	}
+	t.Run("the guard watches the release's ServiceAccount", func(t *testing.T) {
+		objs := renderWith(t, "fleet", map[string]any{"serviceAccount": map[string]any{"name": "robot"}})
+		perms, err := ManagerPermissions(objs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perms.ServiceAccount != "ops/robot" {
+			t.Fatalf("manager runs as %s", perms.ServiceAccount)
+		}
+		checkGuard(t, objs, hostguard.Username("ops", "robot"))
+	})
 	t.Run("metrics off", func(t *testing.T) {
 		objs := renderWith(t, "flotilla", map[string]any{"metrics": map[string]any{"enabled": false}})
 		if len(OfKind(objs, "Service")) != 0 {

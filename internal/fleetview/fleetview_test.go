@@ -76,14 +76,15 @@ var _ = Describe("status", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		env.TemplateNamespace(ctx, "shop")
 		dep := fleettest.Deployment("shop", "web", 3)
-		dep.Annotations = map[string]string{
-			wellknown.PropagationPolicyNamespaceAnnotation: "shop",
-			wellknown.PropagationPolicyNameAnnotation:      "web-pp",
-		}
 		Expect(env.Host.Create(ctx, dep)).To(Succeed())
 		dep.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
 
 		rb = env.Binding(dep, 3, fleettest.Scheduled("member1", 2, "member2", 1)...).(*workv1alpha2.ResourceBinding)
+		// The claim is on the binding, as the detector writes it.
+		rb.Annotations = map[string]string{
+			wellknown.PropagationPolicyNamespaceAnnotation: "shop",
+			wellknown.PropagationPolicyNameAnnotation:      "web-pp",
+		}
 		Expect(env.Host.Create(ctx, rb)).To(Succeed())
 		rb.Status.Conditions = []metav1.Condition{
 			{Type: wellknown.ConditionScheduled, Status: metav1.ConditionTrue, Reason: wellknown.ReasonBindingScheduled, LastTransitionTime: metav1.Now()},
@@ -333,13 +334,13 @@ var _ = Describe("status of a cluster-scoped template", func() {
 	It("follows the ClusterPropagationPolicy and the ClusterResourceBinding, ignoring -n", func(ctx SpecContext) {
 		cr := &rbacv1.ClusterRole{
 			TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-			ObjectMeta: metav1.ObjectMeta{Name: "reader", Annotations: map[string]string{
-				wellknown.ClusterPropagationPolicyNameAnnotation: "readers"}},
+			ObjectMeta: metav1.ObjectMeta{Name: "reader"},
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}},
 		}
 		Expect(env.Host.Create(ctx, cr)).To(Succeed())
 		cr.TypeMeta = metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}
 		crb := env.Binding(cr, 0, fleettest.Scheduled("member1", 0)...)
+		crb.SetAnnotations(map[string]string{wellknown.ClusterPropagationPolicyNameAnnotation: "readers"})
 		Expect(env.Host.Create(ctx, crb)).To(Succeed())
 		w := fleettest.Work("member1", cr)
 		w.Finalizers = nil

@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,7 +102,7 @@ func (h *Host) Status(ctx context.Context, req StatusRequest) (*StatusTree, erro
 	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 		ns = ""
 	}
-	tmpl, err := h.Dynamic.Resource(mapping.Resource).Namespace(ns).Get(ctx, req.Name, metav1.GetOptions{})
+	_, err = h.Dynamic.Resource(mapping.Resource).Namespace(ns).Get(ctx, req.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, err // deployments.apps "web" not found
 	}
@@ -111,11 +110,12 @@ func (h *Host) Status(ctx context.Context, req StatusRequest) (*StatusTree, erro
 		return nil, fmt.Errorf("get %s %q: %w", mapping.Resource.GroupResource(), req.Name, err)
 	}
 	gvk := mapping.GroupVersionKind
-	tree := &StatusTree{Template: Ref{Kind: gvk.Kind, Namespace: ns, Name: req.Name}, Policy: claim(tmpl)}
+	tree := &StatusTree{Template: Ref{Kind: gvk.Kind, Namespace: ns, Name: req.Name}}
 	rb, err := h.binding(ctx, gvk.Kind, ns, req.Name)
 	if err != nil || rb == nil {
 		return tree, err
 	}
+	tree.Policy = claim(rb)
 	works := &workv1alpha1.WorkList{}
 	if err := h.Client.List(ctx, works, client.MatchingLabels{bindings.WorkBindingLabel(rb): bindings.PermanentID(rb)}); err != nil {
 		return nil, fmt.Errorf("list the Works of %s %s: %w", bindings.Kind(rb), client.ObjectKeyFromObject(rb), err)
@@ -124,11 +124,12 @@ func (h *Host) Status(ctx context.Context, req StatusRequest) (*StatusTree, erro
 	return tree, nil
 }
 
-// claim reads the policy that claims the template from its annotations.
-func claim(tmpl *unstructured.Unstructured) *Ref {
-	a := tmpl.GetAnnotations()
+// claim reads the policy that claims the template from its binding's annotations (the
+// template itself carries no claim).
+func claim(rb client.Object) *Ref {
+	a := rb.GetAnnotations()
 	if n := a[wellknown.PropagationPolicyNameAnnotation]; n != "" {
-		return &Ref{Kind: "PropagationPolicy", Namespace: cmp.Or(a[wellknown.PropagationPolicyNamespaceAnnotation], tmpl.GetNamespace()), Name: n}
+		return &Ref{Kind: "PropagationPolicy", Namespace: cmp.Or(a[wellknown.PropagationPolicyNamespaceAnnotation], rb.GetNamespace()), Name: n}
 	}
 	if n := a[wellknown.ClusterPropagationPolicyNameAnnotation]; n != "" {
 		return &Ref{Kind: "ClusterPropagationPolicy", Name: n}

@@ -276,8 +276,16 @@ func fmtMap(m map[string]string) string {
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 
-// claimLabel is the label that carries the permanent id of the claiming policy, on templates
-// and bindings: one for each kind of policy.
+// claimNameAnnotation is the binding's annotation that names the claiming policy.
+func claimNameAnnotation(p *policy) string {
+	if p.cluster {
+		return wellknown.ClusterPropagationPolicyNameAnnotation
+	}
+	return wellknown.PropagationPolicyNameAnnotation
+}
+
+// claimLabel is the label that carries the permanent id of the claiming policy on bindings
+// (never on templates): one for each kind of policy.
 func claimLabel(p *policy) string {
 	if p.cluster {
 		return wellknown.ClusterPropagationPolicyPermanentIDLabel
@@ -285,8 +293,8 @@ func claimLabel(p *policy) string {
 	return wellknown.PropagationPolicyPermanentIDLabel
 }
 
-// otherClaimLabel is the claim label of the other kind of policy, which a claimed template
-// or binding must not carry.
+// otherClaimLabel is the claim label of the other kind of policy, which a claimed binding
+// must not carry.
 func otherClaimLabel(p *policy) string {
 	if p.cluster {
 		return wellknown.PropagationPolicyPermanentIDLabel
@@ -302,7 +310,8 @@ func policyID(p *policy, obj client.Object) string {
 	return string(obj.GetUID())
 }
 
-// claimOf describes the claim labels of a template or binding: "" when it has none.
+// claimOf describes the claim labels of a template (which must have none) or binding: ""
+// when it has none.
 func claimOf(labels map[string]string) string {
 	var parts []string
 	for _, l := range []string{wellknown.PropagationPolicyPermanentIDLabel, wellknown.ClusterPropagationPolicyPermanentIDLabel} {
@@ -408,12 +417,18 @@ func check(m *model, s *snapshot) *result {
 		if got, want := soakOwned(host.labels), t.labels; !mapsEqual(got, want) {
 			r.add(&k, "harness: template labels %s, the soak wrote %s", fmtMap(got), fmtMap(want))
 		}
+		// The claim is on the binding: Flotilla never writes a template but its status.
+		if claim := claimOf(host.labels); claim != "" {
+			r.add(&k, "template carries a claim (%s): Flotilla wrote to a template", claim)
+		}
 		rbKey := k.NS + "/" + k.bindingName()
 		rb := s.bindings[rbKey]
 		if !m.bound(t) && len(needed) > 0 {
 			// Unclaimed, but needed: an attached binding, no placement of its own.
-			if claim := claimOf(host.labels); claim != "" {
-				r.add(&k, "template is still claimed (%s) although %s", claim, whyUnbound(m, t))
+			if rb != nil {
+				if claim := claimOf(rb.Labels); claim != "" {
+					r.add(&k, "template is still claimed (%s) although %s", claim, whyUnbound(m, t))
+				}
 			}
 			expectedBindings[rbKey] = true
 			targets[k] = needed
@@ -429,9 +444,6 @@ func check(m *model, s *snapshot) *result {
 			continue
 		}
 		if !m.bound(t) {
-			if claim := claimOf(host.labels); claim != "" {
-				r.add(&k, "template is still claimed (%s) although %s", claim, whyUnbound(m, t))
-			}
 			if rb != nil {
 				if rb.DeletionTimestamp != nil {
 					r.add(&k, "ResourceBinding %s is stuck being deleted, finalizers %v", rbKey, rb.Finalizers)
@@ -449,12 +461,6 @@ func check(m *model, s *snapshot) *result {
 			continue // reported above
 		}
 		id := policyID(p, pp)
-		if claim, ok := host.labels[claimLabel(p)]; claim != id {
-			r.add(&k, "template claim label %s=%q (present %v), want %q (%s)", claimLabel(p), claim, ok, id, p)
-		}
-		if other, ok := host.labels[otherClaimLabel(p)]; ok {
-			r.add(&k, "template still carries %s=%q although %s claims it", otherClaimLabel(p), other, p)
-		}
 		if rb == nil {
 			r.add(&k, "no ResourceBinding %s (policy %s targets %v)", rbKey, p.name(), p.clusters)
 			continue
@@ -682,6 +688,9 @@ func checkBinding(r *result, k tkey, t *template, p *policy, policyID string, ho
 	}
 	if other, ok := rb.Labels[otherClaimLabel(p)]; ok {
 		r.add(&k, "%s still carries %s=%q although %s claims it", name, otherClaimLabel(p), other, p)
+	}
+	if got, want := rb.Annotations[claimNameAnnotation(p)], p.name(); got != want {
+		r.add(&k, "%s names policy %q in %s, want %q", name, got, claimNameAnnotation(p), want)
 	}
 	var names []string
 	var mode string

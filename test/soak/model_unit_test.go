@@ -77,8 +77,8 @@ func ideal(m *model) *snapshot {
 		if m.bound(t) {
 			p := m.policyOf(t)
 			pp := s.policies[p.ns+"/"+p.name()]
-			host.labels[claimLabel(p)] = string(pp.GetUID())
 			rb.Labels[claimLabel(p)] = string(pp.GetUID())
+			rb.Annotations = map[string]string{claimNameAnnotation(p): p.name()}
 			placement := p.placement()
 			rb.Spec.Placement = &placement
 			for i, c := range p.clusters {
@@ -314,15 +314,18 @@ func TestClusterPoliciesAndPins(t *testing.T) {
 	if s.members["member1"][cm5] == nil {
 		t.Fatal("cm-5 should follow the ClusterPropagationPolicy to member1")
 	}
-	if got := s.templates[cm5].labels[wellknown.ClusterPropagationPolicyPermanentIDLabel]; got != "uid--cpp-c1" {
-		t.Fatalf("cm-5's claim label %q", got)
+	if got := s.bindings["ns/cm-5-configmap"].Labels[wellknown.ClusterPropagationPolicyPermanentIDLabel]; got != "uid--cpp-c1" {
+		t.Fatalf("cm-5's binding's claim label %q", got)
 	}
 	bad := ideal(m)
 	bad.templates[cm5].labels[wellknown.PropagationPolicyPermanentIDLabel] = "uid-ns-pp-g2"
-	mustFind(t, check(m, bad), "ConfigMap ns/cm-5: template still carries propagationpolicy.karmada.io/permanent-id")
+	mustFind(t, check(m, bad), "ConfigMap ns/cm-5: template carries a claim (propagationpolicy.karmada.io/permanent-id=uid-ns-pp-g2): Flotilla wrote to a template")
 	bad = ideal(m)
-	delete(bad.templates[cm5].labels, wellknown.ClusterPropagationPolicyPermanentIDLabel)
-	mustFind(t, check(m, bad), "ConfigMap ns/cm-5: template claim label clusterpropagationpolicy.karmada.io/permanent-id")
+	delete(bad.bindings["ns/cm-5-configmap"].Labels, wellknown.ClusterPropagationPolicyPermanentIDLabel)
+	mustFind(t, check(m, bad), "ResourceBinding ns/cm-5-configmap is labelled for policy")
+	bad = ideal(m)
+	bad.bindings["ns/cm-5-configmap"].Annotations[wellknown.ClusterPropagationPolicyNameAnnotation] = "other"
+	mustFind(t, check(m, bad), `ResourceBinding ns/cm-5-configmap names policy "other"`)
 	bad = ideal(m)
 	bad.bindings["ns/cm-5-configmap"].Labels[wellknown.PropagationPolicyPermanentIDLabel] = "uid-ns-pp-g2"
 	mustFind(t, check(m, bad), "ResourceBinding ns/cm-5-configmap still carries propagationpolicy.karmada.io/permanent-id")
@@ -338,8 +341,8 @@ func TestClusterPoliciesAndPins(t *testing.T) {
 	pin := &policy{ns: "ns", pin: &cm5, clusters: []string{"member3"}}
 	m.setPolicy(pin)
 	s = ideal(m)
-	if got := s.templates[cm5].labels[wellknown.PropagationPolicyPermanentIDLabel]; got != "uid-ns-pin-cm-5-configmap" {
-		t.Fatalf("cm-5's claim label %q, want the pin's", got)
+	if got := s.bindings["ns/cm-5-configmap"].Labels[wellknown.PropagationPolicyPermanentIDLabel]; got != "uid-ns-pin-cm-5-configmap" {
+		t.Fatalf("cm-5's binding's claim label %q, want the pin's", got)
 	}
 	mustClean(t, check(m, s))
 	s.members["member1"][cm5] = before.members["member1"][cm5]

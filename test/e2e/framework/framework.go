@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -128,7 +130,8 @@ func (e *Env) ManagerKubeconfig(ctx context.Context, dir string) (string, error)
 }
 
 // ManagerConfig installs config/rbac's ClusterRole, a ServiceAccount and a binding in the
-// host, and returns a REST config authenticated as that ServiceAccount.
+// host, and the manager's guard (config/rbac/manager_guard.yaml) as shipped, and returns a
+// REST config authenticated as that ServiceAccount.
 func (e *Env) ManagerConfig(ctx context.Context) (*rest.Config, error) {
 	if err := ensureNamespace(ctx, e.Host, wellknown.SystemNamespace); err != nil {
 		return nil, err
@@ -147,6 +150,17 @@ func (e *Env) ManagerConfig(ctx context.Context) (*rest.Config, error) {
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: wellknown.SystemNamespace, Name: ManagerServiceAccount}}},
+	}
+	guard, err := os.ReadFile(filepath.Join(RepoRoot(), "config", "rbac", "manager_guard.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	for _, doc := range strings.Split(string(guard), "\n---\n")[1:] {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			return nil, fmt.Errorf("config/rbac/manager_guard.yaml: %w", err)
+		}
+		objs = append(objs, u)
 	}
 	for _, o := range objs {
 		if err := e.Host.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
