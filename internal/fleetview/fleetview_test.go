@@ -333,9 +333,9 @@ var _ = Describe("get", Ordered, func() {
 var _ = Describe("status of a cluster-scoped template", func() {
 	It("follows the ClusterPropagationPolicy and the ClusterResourceBinding, ignoring -n", func(ctx SpecContext) {
 		cr := &rbacv1.ClusterRole{
-			TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 			ObjectMeta: metav1.ObjectMeta{Name: "reader"},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}},
 		}
 		Expect(env.Host.Create(ctx, cr)).To(Succeed())
 		cr.TypeMeta = metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}
