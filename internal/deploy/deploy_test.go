@@ -19,6 +19,8 @@ import (
 
 	"github.com/flotilla-io/flotilla/internal/agentauth"
 	"github.com/flotilla-io/flotilla/internal/hostguard"
+	"github.com/flotilla-io/flotilla/internal/join"
+	"github.com/flotilla-io/flotilla/internal/testing/golden"
 )
 
 // repoRoot is the repository root, two levels up from this package.
@@ -651,4 +653,24 @@ func TestChartRBACWithNamespacedRole(t *testing.T) {
 	if d := DiffAtoms(roles.ClusterRoles[0].Rules, perms.Cluster); d != "" {
 		t.Errorf("cluster grants:\n%s", d)
 	}
+}
+
+// TestSecurityDoc keeps docs/security.md's tables of rights what the RBAC and the guard
+// policies say, and fails when a right of the manager has no reason. UPDATE_GOLDEN=1 rewrites
+// the section.
+func TestSecurityDoc(t *testing.T) {
+	root := repoRoot(t)
+	section, err := SecurityTables(root, join.MemberRules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := ReadSecurityDoc(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ReplaceSecuritySection(doc, section)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, filepath.Join(root, SecurityDoc), []byte(want), "UPDATE_GOLDEN=1 go test ./internal/deploy/ -run TestSecurityDoc")
 }
