@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"strconv"
 	"time"
@@ -38,17 +39,19 @@ const (
 
 var _ = Describe("The Pull agent", Ordered, func() {
 	var (
-		running    *framework.Agent
-		kubeconfig string
-		dir        string
-		member     client.Client
+		running      *framework.Agent
+		kubeconfig   string
+		dir          string
+		member       client.Client
+		registeredBy string // the bootstrap token that registered the Cluster
 	)
-	startAgent := func(ctx context.Context) {
+	startAgentLogging := func(ctx context.Context, log io.Writer) {
 		var err error
-		running, err = framework.StartAgent(ctx, kubeconfig, GinkgoWriter, "--heartbeat-interval", heartbeat.String(),
+		running, err = framework.StartAgent(ctx, kubeconfig, log, "--heartbeat-interval", heartbeat.String(),
 			"--failure-threshold", strconv.Itoa(failureThreshold), "--cluster-status-interval", "2s", "--credential-check-interval", "500ms", "--identity", "suite")
 		Expect(err).NotTo(HaveOccurred())
 	}
+	startAgent := func(ctx context.Context) { startAgentLogging(ctx, GinkgoWriter) }
 	ready := func(ctx context.Context) metav1.ConditionStatus {
 		c := &clusterv1alpha1.Cluster{}
 		if err := env.Host.Get(ctx, types.NamespacedName{Name: pulled}, c); err != nil {
@@ -89,7 +92,10 @@ var _ = Describe("The Pull agent", Ordered, func() {
 		Expect(env.Host.Get(ctx, types.NamespacedName{Name: pulled}, c)).To(Succeed())
 		Expect(c.Spec.SyncMode).To(Equal(clusterv1alpha1.Pull))
 		Expect(c.Spec.SecretRef).To(BeNil())
+		Expect(c.Labels).To(BeEmpty())
 		Expect(c.Annotations).To(HaveKey(agentauth.HostIDAnnotation))
+		registeredBy = c.Annotations[agentauth.BootstrapTokenAnnotation]
+		Expect(registeredBy).To(HavePrefix(pulled + "-"))
 		Expect(env.Host.Get(ctx, types.NamespacedName{Name: agentauth.AgentClusterRoleName(pulled)}, &rbacv1.ClusterRole{})).To(Succeed())
 		// The member holds the agent's credential; the host holds none of the member's.
 		s := &corev1.Secret{}
@@ -239,29 +245,58 @@ var _ = Describe("The Pull agent", Ordered, func() {
 		Expect(as.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace(wellknown.ExecutionNamespace(pulled)))).To(Succeed())
 	})
 
-	It("keeps a bootstrap token to registering a Pull Cluster of its own", func(ctx context.Context) {
-		t, err := register.CreateToken(ctx, env.Fleet.Host.RESTConfig(), register.MinTokenTTL)
+	It("keeps a bootstrap token to registering the one Pull Cluster it was made for, with nothing that decides placement", func(ctx context.Context) {
+		const fresh = "fresh"
+		t, err := register.CreateToken(ctx, env.Fleet.Host.RESTConfig(), fresh, register.MinTokenTTL)
 		Expect(err).NotTo(HaveOccurred())
+		Expect(t.ID).To(HavePrefix(fresh + "-"))
+		DeferCleanup(func(ctx context.Context) {
+			Expect(register.DeleteToken(ctx, env.Fleet.Host.RESTConfig(), t.ID)).To(Succeed())
+		})
 		as := hostClient(t.Server, t.Token, t.CA)
-		cluster := func(name, annotation string, mode clusterv1alpha1.ClusterSyncMode, secret bool) *clusterv1alpha1.Cluster {
-			c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{agentauth.BootstrapTokenAnnotation: annotation}},
-				Spec: clusterv1alpha1.ClusterSpec{SyncMode: mode}}
-			if secret {
-				c.Spec.SecretRef = &clusterv1alpha1.LocalSecretReference{Namespace: wellknown.SystemNamespace, Name: "anything"}
+		pull := func(name string, edit func(*clusterv1alpha1.Cluster)) *clusterv1alpha1.Cluster {
+			c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{agentauth.BootstrapTokenAnnotation: t.ID}},
+				Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull}}
+			if edit != nil {
+				edit(c)
 			}
 			return c
 		}
-		err = as.Create(ctx, cluster("forged-push", t.ID, clusterv1alpha1.Push, true))
-		Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "a Push Cluster: %v", err)
-		Expect(err.Error()).To(ContainSubstring("Pull"))
-		err = as.Create(ctx, cluster("forged-name", "someone-else", clusterv1alpha1.Pull, false))
-		Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "another token's name: %v", err)
-		Expect(err.Error()).To(ContainSubstring(t.ID))
+		refused := map[string]struct {
+			cluster *clusterv1alpha1.Cluster
+			says    string
+		}{
+			"a Push Cluster": {pull(fresh, func(c *clusterv1alpha1.Cluster) {
+				c.Spec.SyncMode = clusterv1alpha1.Push
+				c.Spec.SecretRef = &clusterv1alpha1.LocalSecretReference{Namespace: wellknown.SystemNamespace, Name: "anything"}
+			}), "Pull"},
+			"another token's name": {pull(fresh, func(c *clusterv1alpha1.Cluster) { c.Annotations[agentauth.BootstrapTokenAnnotation] = "someone-else" }), t.ID},
+			"a second Cluster":     {pull("second", nil), "registers one cluster, the one it was made for: this one registers fresh, not second"},
+			"labels":               {pull(fresh, func(c *clusterv1alpha1.Cluster) { c.Labels = map[string]string{"env": "prod"} }), "metadata.labels"},
+			"taints": {pull(fresh, func(c *clusterv1alpha1.Cluster) {
+				c.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}
+			}), "spec.taints"},
+			"zones":    {pull(fresh, func(c *clusterv1alpha1.Cluster) { c.Spec.Zones = []string{"eu-west-1a"} }), "spec.zones"},
+			"zone":     {pull(fresh, func(c *clusterv1alpha1.Cluster) { c.Spec.Zone = "eu-west-1a" }), "spec.zone"},
+			"provider": {pull(fresh, func(c *clusterv1alpha1.Cluster) { c.Spec.Provider = "aws" }), "spec.provider"},
+			"region and provider": {pull(fresh, func(c *clusterv1alpha1.Cluster) { c.Spec.Region, c.Spec.Provider = "eu-west-1", "aws" }),
+				"remove spec.provider, spec.region"},
+			"another annotation": {pull(fresh, func(c *clusterv1alpha1.Cluster) { c.Annotations[wellknown.KeepWorkloadsAnnotation] = "true" }), "no annotation"},
+		}
+		for what, r := range refused {
+			err := as.Create(ctx, r.cluster)
+			Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "%s: %v", what, err)
+			Expect(err.Error()).To(ContainSubstring(r.says), what)
+		}
 		Expect(apierrors.IsForbidden(as.List(ctx, &corev1.SecretList{}, client.InNamespace(wellknown.SystemNamespace)))).To(BeTrue())
 		Expect(apierrors.IsForbidden(as.Get(ctx, types.NamespacedName{Name: pulled}, &clusterv1alpha1.Cluster{}))).To(BeTrue())
-		// Its exchange is for its own Cluster only, and closed once that agent ran.
+		// Its exchange is for its own Cluster only.
 		Expect(apierrors.IsForbidden(requestToken(ctx, as, wellknown.ExecutionNamespace(pulled), agentauth.AgentServiceAccount))).To(BeTrue())
-		Expect(register.DeleteToken(ctx, env.Fleet.Host.RESTConfig(), t.ID)).To(Succeed())
+		// What register sends passes (dry run: the name stays free).
+		Expect(as.Create(ctx, pull(fresh, func(c *clusterv1alpha1.Cluster) { c.Spec.ID, c.Spec.APIEndpoint = "some-id", "https://127.0.0.1:6443" }), client.DryRunAll)).To(Succeed())
+		// A token made for another name is refused by register before it asks the host.
+		_, err = register.Register(ctx, register.Options{Name: "second", Host: t.Server, Token: t.Token, CA: t.CA, Member: env.Fleet.Member(pulled).RESTConfig(), NoDeployment: true})
+		Expect(err).To(MatchError(ContainSubstring("registers one cluster, fresh, not second")))
 	})
 
 	It("is reported Unknown and tainted when it stops, and Ready again when it comes back", func(ctx context.Context) {
