@@ -1,10 +1,12 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -132,6 +134,7 @@ var _ = Describe("The Pull agent", Ordered, func() {
 			err := env.Host.Get(ctx, types.NamespacedName{Namespace: wellknown.ExecutionNamespace(pulled), Name: agentauth.ExchangeRoleBinding}, &rbacv1.RoleBinding{})
 			return apierrors.IsNotFound(err)
 		}).WithContext(ctx).Should(BeTrue())
+		expectConsumed(ctx, registeredBy)
 	})
 
 	It("applies what policies place on the member, with the status coming back, and repairs drift", func(ctx context.Context) {
@@ -342,6 +345,52 @@ var _ = Describe("The Pull agent", Ordered, func() {
 		Consistently(ready).WithContext(ctx).WithTimeout(3 * time.Second).Should(Equal(metav1.ConditionTrue))
 	})
 
+	// Issue 33: an agent offline past its credential's expiry cannot renew it; it says what to
+	// run, and a token made for its Cluster with register run again bring it back without
+	// unregistering: the Cluster, its Works and the member's objects stay as they are.
+	It("comes back after it was offline past its credential's expiry, with a token made for its Cluster and register run again", func(ctx context.Context) {
+		running.Kill()
+		// The TokenRequest API grants at least 10 minutes, so an expired credential is played
+		// by one the host rejects, dated as expired.
+		key := types.NamespacedName{Namespace: agentauth.SystemNamespace, Name: agentauth.HostSecret}
+		s := &corev1.Secret{}
+		Expect(member.Get(ctx, key, s)).To(Succeed())
+		s.Data[agentauth.SecretKeyToken] = []byte("expired-credential")
+		s.Data[agentauth.SecretKeyIssued] = []byte(time.Now().Add(-8 * 24 * time.Hour).UTC().Format(time.RFC3339))
+		s.Data[agentauth.SecretKeyExpires] = []byte(time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339))
+		Expect(member.Update(ctx, s)).To(Succeed())
+		Eventually(ready).WithContext(ctx).Should(Equal(metav1.ConditionUnknown))
+
+		log := &syncBuffer{}
+		startAgentLogging(ctx, io.MultiWriter(GinkgoWriter, log))
+		Eventually(log.String).WithContext(ctx).Should(And(ContainSubstring("401"), ContainSubstring("expired at"),
+			ContainSubstring("kubectl flotilla token create "+pulled), ContainSubstring("kubectl flotilla register "+pulled)))
+		Consistently(ready).WithContext(ctx).WithTimeout(2 * time.Second).ShouldNot(Equal(metav1.ConditionTrue))
+
+		t, err := register.CreateToken(ctx, env.Fleet.Host.RESTConfig(), pulled, register.MinTokenTTL)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(t.Reregisters).To(BeTrue())
+		o := register.Options{Name: pulled, Host: t.Server, Token: t.Token, CA: t.CA, Member: env.Fleet.Member(pulled).RESTConfig(), NoDeployment: true}
+		res, err := register.Register(ctx, o)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Reregistered).To(BeTrue())
+
+		// The running agent picks the new credential up.
+		Eventually(ready).WithContext(ctx).Should(Equal(metav1.ConditionTrue))
+		Expect(memberData(ctx)).To(HaveKeyWithValue("mode", "rotated"), "the member's objects stayed")
+		tmpl := &corev1.ConfigMap{}
+		Expect(env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "settings"}, tmpl)).To(Succeed())
+		patch := client.MergeFrom(tmpl.DeepCopy())
+		tmpl.Data["mode"] = "recovered"
+		Expect(env.Host.Patch(ctx, tmpl, patch)).To(Succeed())
+		Eventually(memberData).WithContext(ctx).Should(HaveKeyWithValue("mode", "recovered"))
+
+		// The token was good for this once.
+		expectConsumed(ctx, t.ID)
+		_, err = register.Register(ctx, o)
+		Expect(err).To(MatchError(And(ContainSubstring("401"), ContainSubstring("used already"), ContainSubstring("kubectl flotilla token create "+pulled))))
+	})
+
 	It("unregisters: the Cluster goes with what it propagated, then the agent's objects in the member", func(ctx context.Context) {
 		removed, err := register.Unregister(ctx, register.UnregisterOptions{Name: pulled, Member: env.Fleet.Member(pulled).RESTConfig(), Host: env.Fleet.Host.RESTConfig()})
 		Expect(err).NotTo(HaveOccurred())
@@ -353,6 +402,39 @@ var _ = Describe("The Pull agent", Ordered, func() {
 		running.Kill()
 	})
 })
+
+// expectConsumed waits until bootstrap token id is gone from the host, with the annotation
+// that named it on the Cluster, once the agent it registered reports.
+func expectConsumed(ctx context.Context, id string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		err := env.Host.Get(ctx, types.NamespacedName{Namespace: agentauth.SystemNamespace, Name: agentauth.BootstrapServiceAccount(id)}, &corev1.ServiceAccount{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the token's ServiceAccount: %v", err)
+		err = env.Host.Get(ctx, types.NamespacedName{Name: agentauth.BootstrapBinding(id)}, &rbacv1.ClusterRoleBinding{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the token's ClusterRoleBinding: %v", err)
+		c := &clusterv1alpha1.Cluster{}
+		g.Expect(env.Host.Get(ctx, types.NamespacedName{Name: pulled}, c)).To(Succeed())
+		g.Expect(c.Annotations).NotTo(HaveKey(agentauth.BootstrapTokenAnnotation))
+	}).WithContext(ctx).Should(Succeed())
+}
+
+// syncBuffer collects a process's output for a spec to read while it runs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 func hostClient(server, token string, ca []byte) client.Client {
 	cl, err := client.New(&rest.Config{Host: server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: ca}},
