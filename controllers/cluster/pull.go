@@ -85,7 +85,8 @@ func pullReady(cluster *clusterv1alpha1.Cluster, lease *coordinationv1.Lease, no
 	unknown := metav1.Condition{Type: wellknown.ClusterConditionReady, Status: metav1.ConditionUnknown, Reason: wellknown.ClusterReasonNotReachable}
 	switch {
 	case lease == nil || lease.Spec.RenewTime == nil:
-		unknown.Message = fmt.Sprintf("No agent has reported yet: run `kubectl flotilla register %s` in the member cluster (`kubectl flotilla token create` in the host prints the command)", cluster.Name)
+		unknown.Message = fmt.Sprintf("No agent has reported yet: run `kubectl flotilla token create %s` in the host, and the `kubectl flotilla register %s ...` command it prints in the member cluster",
+			cluster.Name, cluster.Name)
 		return unknown, true
 	}
 	duration := time.Duration(ptrInt32(lease.Spec.LeaseDurationSeconds)) * time.Second
