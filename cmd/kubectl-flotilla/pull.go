@@ -149,7 +149,7 @@ agent a new credential, and the Cluster, its Works and its workloads stay as the
 	f.StringVar(&o.Token, "token", "", "Bootstrap token from `kubectl flotilla token create` (required)")
 	f.StringVar(&caData, "ca-data", "", "Base64 CA bundle of the host apiserver")
 	f.StringVar(&caFile, "ca-file", "", "File with the CA bundle of the host apiserver")
-	f.StringVar(&o.Image, "image", register.DefaultImage, "Image of the agent")
+	f.StringVar(&o.Image, "image", "", "Image of the agent (default "+register.DefaultImage+"; when re-registering, the Deployment's image is kept unless set)")
 	f.BoolVar(&o.NoDeployment, "no-deployment", false, "Do not install the agent's Deployment: run the agent yourself")
 	f.DurationVar(&o.TokenExpiration, "token-expiration", agent.DefaultTokenExpiration, "Lifetime of the agent's first credential")
 	f.DurationVar(&o.Timeout, "timeout", register.DefaultTimeout, "How long to wait for the host")

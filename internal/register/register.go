@@ -46,8 +46,9 @@ type Options struct {
 	CA          []byte
 	// Member is an admin REST config of the member.
 	Member *rest.Config
-	// Image is the agent's image; NoDeployment leaves the agent for the caller to run (out of
-	// cluster, say, as the local fleet does).
+	// Image is the agent's image (default DefaultImage; when re-registering, the image of the
+	// agent's Deployment is kept unless Image is set); NoDeployment leaves the agent for the
+	// caller to run (out of cluster, say, as the local fleet does).
 	Image        string
 	NoDeployment bool
 	// TokenExpiration is the lifetime asked for the agent's first credential.
@@ -77,9 +78,6 @@ func Register(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.TokenExpiration <= 0 {
 		o.TokenExpiration = agent.DefaultTokenExpiration
-	}
-	if o.Image == "" {
-		o.Image = DefaultImage
 	}
 	id, err := TokenID(o.Token)
 	if err != nil {
@@ -172,12 +170,21 @@ func Register(ctx context.Context, o Options) (*Result, error) {
 	if err := agent.ApplySecret(ctx, member, cred.Secret(types.NamespacedName{Namespace: agentauth.SystemNamespace, Name: agentauth.HostSecret}), FieldManager); err != nil {
 		return nil, fmt.Errorf("write the agent's host credential in the member: %w", err)
 	}
-	if !o.NoDeployment {
+	if !o.NoDeployment && (o.Image != "" || !reregister || !deploymentExists(ctx, member)) {
+		if o.Image == "" {
+			o.Image = DefaultImage
+		}
 		if err := apply(ctx, member, AgentDeployment(o.Image, labels)); err != nil {
 			return nil, fmt.Errorf("install the agent in the member: %w", err)
 		}
 	}
 	return &Result{Cluster: o.Name, MemberID: memberID, TokenExpires: expires, Reregistered: reregister}, nil
+}
+
+// deploymentExists reports whether the agent's Deployment is in the member (an error counts
+// as no: register applies it).
+func deploymentExists(ctx context.Context, member client.Client) bool {
+	return member.Get(ctx, types.NamespacedName{Namespace: agentauth.SystemNamespace, Name: Deployment}, &appsv1.Deployment{}) == nil
 }
 
 // sameMember checks, with the agent's new credential, that the existing Cluster o.Name was
