@@ -217,6 +217,9 @@ const (
 	EventReasonClusterNotReady             = "ClusterNotReady"
 	EventReasonClusterReady                = "ClusterReady"
 	EventReasonAgentAccessFailed           = "AgentAccessFailed"
+	// EventReasonBootstrapTokenConsumed: a Pull Cluster's agent reports with the credential
+	// its bootstrap token fetched, and the token was deleted.
+	EventReasonBootstrapTokenConsumed = "BootstrapTokenConsumed"
 
 	// Dependencies (propagateDeps), on the workload's template.
 	EventReasonGetDependenciesFailed                   = "GetDependenciesFailed"

@@ -14,7 +14,7 @@
 //	kubectl flotilla cordon|uncordon CLUSTER
 //	kubectl flotilla taint CLUSTER KEY[=VALUE]:EFFECT... [KEY[:EFFECT]-]... [--overwrite]
 //	kubectl flotilla rebalance KIND/NAME... [-n NS] [--wait] [--ttl SECONDS]
-//	kubectl flotilla token create [--ttl 1h] | token delete ID
+//	kubectl flotilla token create NAME [--ttl 1h] | token delete ID
 //	kubectl flotilla register NAME --host URL --token TOKEN [--ca-data BASE64] [--no-deployment]   (kubeconfig: the member's)
 //	kubectl flotilla unregister NAME [--host-kubeconfig FILE]                                     (kubeconfig: the member's)
 //	kubectl flotilla completion bash|zsh|fish|powershell

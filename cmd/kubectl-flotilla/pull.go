@@ -17,27 +17,46 @@ func newTokenCommand(host *hostFlags) *cobra.Command {
 	cmd := &cobra.Command{Use: "token", Short: "Bootstrap tokens for registering Pull member clusters"}
 	var ttl time.Duration
 	create := &cobra.Command{
-		Use:   "create",
-		Short: "Create a short-lived bootstrap token and print the register command to run in the member",
-		Long: `Create a bootstrap token in the host (--kubeconfig, an administrator's).
+		Use:   "create NAME",
+		Short: "Create a short-lived bootstrap token that registers the Pull member cluster NAME once, and print the register command to run in the member",
+		Long: `Create a bootstrap token in the host (--kubeconfig, an administrator's) for the Pull member
+cluster NAME.
 
-The token belongs to a ServiceAccount made for it, flotilla-system/flotilla-bootstrap-ID, whose
-only right is to create a Pull Cluster that names the token (an admission policy checks it),
-and, once the Flotilla manager has made that Cluster's agent identity, to fetch the agent's
-credential until the agent starts. It expires after --ttl.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+The token belongs to a ServiceAccount made for it, flotilla-system/flotilla-bootstrap-NAME-XXXXXX.
+Its only right is to create the Cluster NAME, in Pull mode, naming the token, with no labels,
+taints, provider, region or zones (an admission policy checks it: you set those once the
+cluster is registered), and, once the Flotilla manager has made that Cluster's agent identity,
+to fetch the agent's credential. Once the agent reports, the manager deletes the token: it
+registers one cluster, once. It expires after --ttl.
+
+When the Cluster NAME exists, the token re-registers it: a Pull agent that was offline past
+its credential's expiry (7 days by default) cannot reach the host any more, and the register
+command this prints, run again in that member, gives it a new credential, leaving the Cluster,
+its Works and its workloads as they are.`,
+		Example: `  kubectl flotilla token create edge-1 --ttl 30m`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := host.config()
 			if err != nil {
 				return err
 			}
-			t, err := register.CreateToken(cmd.Context(), cfg, ttl)
+			t, err := register.CreateToken(cmd.Context(), cfg, args[0], ttl)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "Bootstrap token %s, valid until %s.\n", t.ID, t.Expires.UTC().Format(time.RFC3339))
-			fmt.Fprintf(out, "Run this with a kubeconfig of the member cluster (cluster-admin), choosing its NAME:\n\n  %s\n\n", t.Command("NAME"))
+			fmt.Fprintf(out, "Bootstrap token %s for cluster %s, valid until %s.\n", t.ID, t.Cluster, t.Expires.UTC().Format(time.RFC3339))
+			if t.Reregisters {
+				fmt.Fprintf(out, "Cluster %s exists: the token gives its agent a new host credential, and leaves the Cluster and its workloads as they are.\n", t.Cluster)
+				if t.AgentReporting {
+					fmt.Fprintf(out, "Its agent reports now (Ready=True), so the token is consumed at once: it is for an agent the host rejects (offline past its credential's expiry).\n")
+				}
+			}
+			fmt.Fprintf(out, "Run this with a kubeconfig of the member cluster (cluster-admin):\n\n  %s\n\n", t.Command())
+			if !t.Reregisters {
+				fmt.Fprintf(out, "Once it is registered, label and place it here, for example:\n  kubectl label cluster %s env=prod\n"+
+					"  kubectl patch cluster %s --type merge -p '{\"spec\":{\"provider\":\"aws\",\"region\":\"eu-west-1\",\"zones\":[\"eu-west-1a\"]}}'\n", t.Cluster, t.Cluster)
+			}
 			fmt.Fprintf(out, "Delete the token early with: kubectl flotilla token delete %s\n", t.ID)
 			return nil
 		},
@@ -71,9 +90,9 @@ func newRegisterCommand(member *hostFlags) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "register NAME --host URL --token TOKEN [--ca-data BASE64]",
-		Short: "Register the member cluster of --kubeconfig with the host in Pull mode and install its agent",
+		Short: "Register the member cluster of --kubeconfig with the host in Pull mode and install its agent; run again to give its agent a new credential",
 		Long: `Register a member cluster in Pull mode: run it with a kubeconfig of the member (--kubeconfig),
-with the command ` + "`kubectl flotilla token create`" + ` printed in the host.
+with the command ` + "`kubectl flotilla token create NAME`" + ` printed in the host.
 
 In the host it creates the Cluster NAME (syncMode Pull) with the bootstrap token and exchanges
 the token for the agent's credential, which reaches only the execution namespace karmada-es-NAME
@@ -81,8 +100,13 @@ and the Cluster's own status. In the member it creates the ServiceAccount
 flotilla-system/flotilla-agent with the same least rights a Push join gives the control plane,
 the Secret flotilla-system/flotilla-agent-host with the credential, and the agent's Deployment
 (--no-deployment leaves running the agent to you: bin/agent --kubeconfig ...). The host never
-connects to the member.`,
-		Example: `  kubectl flotilla register edge-1 --host https://host.example.com:6443 --token eyJ... --ca-data LS0t... --region eu-west-1`,
+connects to the member. The token sets no labels, taints, provider, region or zones: a host
+administrator sets them once the cluster is registered.
+
+When the Cluster NAME exists (its agent was offline past its credential's expiry and the host
+rejects it), run it again with a new token from ` + "`kubectl flotilla token create NAME`" + `: it gives the
+agent a new credential, and the Cluster, its Works and its workloads stay as they are.`,
+		Example: `  kubectl flotilla register edge-1 --host https://host.example.com:6443 --token eyJ... --ca-data LS0t...`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
@@ -105,8 +129,14 @@ connects to the member.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "Cluster %s registered in Pull mode (member id %s). The agent's credential expires %s; the agent rotates it.\n",
-				res.Cluster, res.MemberID, res.TokenExpires.UTC().Format(time.RFC3339))
+			if res.Reregistered {
+				fmt.Fprintf(out, "Cluster %s re-registered (member id %s): the agent has a new host credential, which expires %s; the agent rotates it.\n",
+					res.Cluster, res.MemberID, res.TokenExpires.UTC().Format(time.RFC3339))
+			} else {
+				fmt.Fprintf(out, "Cluster %s registered in Pull mode (member id %s). The agent's credential expires %s; the agent rotates it.\n",
+					res.Cluster, res.MemberID, res.TokenExpires.UTC().Format(time.RFC3339))
+				fmt.Fprintf(out, "A host administrator labels it and sets its provider, region and zones (kubectl label cluster %s ...; kubectl patch cluster %s ...).\n", res.Cluster, res.Cluster)
+			}
 			if o.NoDeployment {
 				fmt.Fprintf(out, "Run the agent with a kubeconfig of the member's ServiceAccount flotilla-system/flotilla-agent: agent --kubeconfig FILE\n")
 			}
@@ -119,10 +149,7 @@ connects to the member.`,
 	f.StringVar(&o.Token, "token", "", "Bootstrap token from `kubectl flotilla token create` (required)")
 	f.StringVar(&caData, "ca-data", "", "Base64 CA bundle of the host apiserver")
 	f.StringVar(&caFile, "ca-file", "", "File with the CA bundle of the host apiserver")
-	f.StringVar(&o.Provider, "provider", "", "Cloud provider of the member (spec.provider)")
-	f.StringVar(&o.Region, "region", "", "Region of the member (spec.region)")
-	f.StringVar(&o.Zone, "zone", "", "Zone of the member (spec.zones)")
-	f.StringVar(&o.Image, "image", register.DefaultImage, "Image of the agent")
+	f.StringVar(&o.Image, "image", "", "Image of the agent (default "+register.DefaultImage+"; when re-registering, the Deployment's image is kept unless set)")
 	f.BoolVar(&o.NoDeployment, "no-deployment", false, "Do not install the agent's Deployment: run the agent yourself")
 	f.DurationVar(&o.TokenExpiration, "token-expiration", agent.DefaultTokenExpiration, "Lifetime of the agent's first credential")
 	f.DurationVar(&o.Timeout, "timeout", register.DefaultTimeout, "How long to wait for the host")

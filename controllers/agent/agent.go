@@ -24,9 +24,13 @@ import (
 	"path/filepath"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -190,6 +194,12 @@ func Run(ctx context.Context, o Options) error {
 	log = log.WithValues("Cluster", name)
 	ctx = ctrl.LoggerInto(ctx, log)
 
+	rot := &rotator{member: memberClient, secret: o.HostSecret, tokenFile: tokenFile, cluster: name,
+		interval: o.CredentialCheckInterval, expiration: o.TokenExpiration, current: cred}
+	if err := awaitAcceptedCredential(ctx, hostCfg, rot); err != nil {
+		return err
+	}
+
 	lease := time.Duration(o.FailureThreshold) * o.HeartbeatInterval
 	renew := lease * 2 / 3
 	retry := o.HeartbeatInterval / 2
@@ -219,6 +229,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("host manager: %w", err)
 	}
 	mgr = eventnote.Manager(mgr)
+	rot.host, rot.elected = mgr.GetClient(), mgr.Elected()
 	hostID, err := waitForHostID(ctx, mgr.GetAPIReader(), name)
 	if err != nil {
 		return err
@@ -255,10 +266,7 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
-	if err := mgr.Add(&rotator{
-		host: mgr.GetClient(), member: memberClient, secret: o.HostSecret, tokenFile: tokenFile, cluster: name,
-		interval: o.CredentialCheckInterval, expiration: o.TokenExpiration, elected: mgr.Elected(), current: cred,
-	}); err != nil {
+	if err := mgr.Add(rot); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -272,6 +280,37 @@ func Run(ctx context.Context, o Options) error {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// awaitAcceptedCredential waits until the host accepts the agent's credential. While it
+// rejects it (401: the agent was offline past its expiry, say), it follows the credential
+// Secret, which `kubectl flotilla register` run again rewrites, and says once per credential
+// what to run. Other errors (the host is down) are left to the manager.
+func awaitAcceptedCredential(ctx context.Context, hostCfg *rest.Config, rot *rotator) error {
+	var told string
+	return wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		// The token itself, not the token file: a client reads that at most once a minute.
+		cfg := rest.CopyConfig(hostCfg)
+		tried := rot.current
+		cfg.BearerToken, cfg.BearerTokenFile = tried.Token, ""
+		kube, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return false, fmt.Errorf("host client: %w", err)
+		}
+		_, err = kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if !apierrors.IsUnauthorized(err) {
+			return true, nil
+		}
+		cred, ferr := rot.follow(ctx)
+		switch {
+		case ferr != nil:
+			ctrl.LoggerFrom(ctx).Error(ferr, "Cannot read the host credential")
+		case cred.Token == tried.Token && cred.Token != told:
+			told = cred.Token
+			ctrl.LoggerFrom(ctx).Error(Rejected(cred, err), "Waiting for a new host credential")
+		}
+		return false, nil
+	})
+}
 
 // waitForHostID reads the host's id that the host's cluster controller records on the
 // Cluster, waiting for it.

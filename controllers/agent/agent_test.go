@@ -1,9 +1,12 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -38,17 +41,19 @@ const (
 
 var _ = Describe("The Pull agent", Ordered, func() {
 	var (
-		running    *framework.Agent
-		kubeconfig string
-		dir        string
-		member     client.Client
+		running      *framework.Agent
+		kubeconfig   string
+		dir          string
+		member       client.Client
+		registeredBy string // the bootstrap token that registered the Cluster
 	)
-	startAgent := func(ctx context.Context) {
+	startAgentLogging := func(ctx context.Context, log io.Writer) {
 		var err error
-		running, err = framework.StartAgent(ctx, kubeconfig, GinkgoWriter, "--heartbeat-interval", heartbeat.String(),
+		running, err = framework.StartAgent(ctx, kubeconfig, log, "--heartbeat-interval", heartbeat.String(),
 			"--failure-threshold", strconv.Itoa(failureThreshold), "--cluster-status-interval", "2s", "--credential-check-interval", "500ms", "--identity", "suite")
 		Expect(err).NotTo(HaveOccurred())
 	}
+	startAgent := func(ctx context.Context) { startAgentLogging(ctx, GinkgoWriter) }
 	ready := func(ctx context.Context) metav1.ConditionStatus {
 		c := &clusterv1alpha1.Cluster{}
 		if err := env.Host.Get(ctx, types.NamespacedName{Name: pulled}, c); err != nil {
@@ -89,7 +94,10 @@ var _ = Describe("The Pull agent", Ordered, func() {
 		Expect(env.Host.Get(ctx, types.NamespacedName{Name: pulled}, c)).To(Succeed())
 		Expect(c.Spec.SyncMode).To(Equal(clusterv1alpha1.Pull))
 		Expect(c.Spec.SecretRef).To(BeNil())
+		Expect(c.Labels).To(BeEmpty())
 		Expect(c.Annotations).To(HaveKey(agentauth.HostIDAnnotation))
+		registeredBy = c.Annotations[agentauth.BootstrapTokenAnnotation]
+		Expect(registeredBy).To(HavePrefix(pulled + "-"))
 		Expect(env.Host.Get(ctx, types.NamespacedName{Name: agentauth.AgentClusterRoleName(pulled)}, &rbacv1.ClusterRole{})).To(Succeed())
 		// The member holds the agent's credential; the host holds none of the member's.
 		s := &corev1.Secret{}
@@ -126,6 +134,7 @@ var _ = Describe("The Pull agent", Ordered, func() {
 			err := env.Host.Get(ctx, types.NamespacedName{Namespace: wellknown.ExecutionNamespace(pulled), Name: agentauth.ExchangeRoleBinding}, &rbacv1.RoleBinding{})
 			return apierrors.IsNotFound(err)
 		}).WithContext(ctx).Should(BeTrue())
+		expectConsumed(ctx, registeredBy)
 	})
 
 	It("applies what policies place on the member, with the status coming back, and repairs drift", func(ctx context.Context) {
@@ -239,29 +248,58 @@ var _ = Describe("The Pull agent", Ordered, func() {
 		Expect(as.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace(wellknown.ExecutionNamespace(pulled)))).To(Succeed())
 	})
 
-	It("keeps a bootstrap token to registering a Pull Cluster of its own", func(ctx context.Context) {
-		t, err := register.CreateToken(ctx, env.Fleet.Host.RESTConfig(), register.MinTokenTTL)
+	It("keeps a bootstrap token to registering the one Pull Cluster it was made for, with nothing that decides placement", func(ctx context.Context) {
+		const fresh = "fresh"
+		t, err := register.CreateToken(ctx, env.Fleet.Host.RESTConfig(), fresh, register.MinTokenTTL)
 		Expect(err).NotTo(HaveOccurred())
+		Expect(t.ID).To(HavePrefix(fresh + "-"))
+		DeferCleanup(func(ctx context.Context) {
+			Expect(register.DeleteToken(ctx, env.Fleet.Host.RESTConfig(), t.ID)).To(Succeed())
+		})
 		as := hostClient(t.Server, t.Token, t.CA)
-		cluster := func(name, annotation string, mode clusterv1alpha1.ClusterSyncMode, secret bool) *clusterv1alpha1.Cluster {
-			c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{agentauth.BootstrapTokenAnnotation: annotation}},
-				Spec: clusterv1alpha1.ClusterSpec{SyncMode: mode}}
-			if secret {
-				c.Spec.SecretRef = &clusterv1alpha1.LocalSecretReference{Namespace: wellknown.SystemNamespace, Name: "anything"}
+		pull := func(name string, edit func(*clusterv1alpha1.Cluster)) *clusterv1alpha1.Cluster {
+			c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{agentauth.BootstrapTokenAnnotation: t.ID}},
+				Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull}}
+			if edit != nil {
+				edit(c)
 			}
 			return c
 		}
-		err = as.Create(ctx, cluster("forged-push", t.ID, clusterv1alpha1.Push, true))
-		Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "a Push Cluster: %v", err)
-		Expect(err.Error()).To(ContainSubstring("Pull"))
-		err = as.Create(ctx, cluster("forged-name", "someone-else", clusterv1alpha1.Pull, false))
-		Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "another token's name: %v", err)
-		Expect(err.Error()).To(ContainSubstring(t.ID))
+		refused := map[string]struct {
+			cluster *clusterv1alpha1.Cluster
+			says    string
+		}{
+			"a Push Cluster": {pull(fresh, func(c *clusterv1alpha1.Cluster) {
+				c.Spec.SyncMode = clusterv1alpha1.Push
+				c.Spec.SecretRef = &clusterv1alpha1.LocalSecretReference{Namespace: wellknown.SystemNamespace, Name: "anything"}
+			}), "Pull"},
+			"another token's name": {pull(fresh, func(c *clusterv1alpha1.Cluster) { c.Annotations[agentauth.BootstrapTokenAnnotation] = "someone-else" }), t.ID},
+			"a second Cluster":     {pull("second", nil), "registers one cluster, the one it was made for: this one registers fresh, not second"},
+			"labels":               {pull(fresh, func(c *clusterv1alpha1.Cluster) { c.Labels = map[string]string{"env": "prod"} }), "metadata.labels"},
+			"taints": {pull(fresh, func(c *clusterv1alpha1.Cluster) {
+				c.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}
+			}), "spec.taints"},
+			"zones":    {pull(fresh, func(c *clusterv1alpha1.Cluster) { c.Spec.Zones = []string{"eu-west-1a"} }), "spec.zones"},
+			"zone":     {pull(fresh, func(c *clusterv1alpha1.Cluster) { c.Spec.Zone = "eu-west-1a" }), "spec.zone"},
+			"provider": {pull(fresh, func(c *clusterv1alpha1.Cluster) { c.Spec.Provider = "aws" }), "spec.provider"},
+			"region and provider": {pull(fresh, func(c *clusterv1alpha1.Cluster) { c.Spec.Region, c.Spec.Provider = "eu-west-1", "aws" }),
+				"remove spec.provider, spec.region"},
+			"another annotation": {pull(fresh, func(c *clusterv1alpha1.Cluster) { c.Annotations[wellknown.KeepWorkloadsAnnotation] = "true" }), "no annotation"},
+		}
+		for what, r := range refused {
+			err := as.Create(ctx, r.cluster)
+			Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "%s: %v", what, err)
+			Expect(err.Error()).To(ContainSubstring(r.says), what)
+		}
 		Expect(apierrors.IsForbidden(as.List(ctx, &corev1.SecretList{}, client.InNamespace(wellknown.SystemNamespace)))).To(BeTrue())
 		Expect(apierrors.IsForbidden(as.Get(ctx, types.NamespacedName{Name: pulled}, &clusterv1alpha1.Cluster{}))).To(BeTrue())
-		// Its exchange is for its own Cluster only, and closed once that agent ran.
+		// Its exchange is for its own Cluster only.
 		Expect(apierrors.IsForbidden(requestToken(ctx, as, wellknown.ExecutionNamespace(pulled), agentauth.AgentServiceAccount))).To(BeTrue())
-		Expect(register.DeleteToken(ctx, env.Fleet.Host.RESTConfig(), t.ID)).To(Succeed())
+		// What register sends passes (dry run: the name stays free).
+		Expect(as.Create(ctx, pull(fresh, func(c *clusterv1alpha1.Cluster) { c.Spec.ID, c.Spec.APIEndpoint = "some-id", "https://127.0.0.1:6443" }), client.DryRunAll)).To(Succeed())
+		// A token made for another name is refused by register before it asks the host.
+		_, err = register.Register(ctx, register.Options{Name: "second", Host: t.Server, Token: t.Token, CA: t.CA, Member: env.Fleet.Member(pulled).RESTConfig(), NoDeployment: true})
+		Expect(err).To(MatchError(ContainSubstring("registers one cluster, fresh, not second")))
 	})
 
 	It("is reported Unknown and tainted when it stops, and Ready again when it comes back", func(ctx context.Context) {
@@ -307,6 +345,52 @@ var _ = Describe("The Pull agent", Ordered, func() {
 		Consistently(ready).WithContext(ctx).WithTimeout(3 * time.Second).Should(Equal(metav1.ConditionTrue))
 	})
 
+	// Issue 33: an agent offline past its credential's expiry cannot renew it; it says what to
+	// run, and a token made for its Cluster with register run again bring it back without
+	// unregistering: the Cluster, its Works and the member's objects stay as they are.
+	It("comes back after it was offline past its credential's expiry, with a token made for its Cluster and register run again", func(ctx context.Context) {
+		running.Kill()
+		// The TokenRequest API grants at least 10 minutes, so an expired credential is played
+		// by one the host rejects, dated as expired.
+		key := types.NamespacedName{Namespace: agentauth.SystemNamespace, Name: agentauth.HostSecret}
+		s := &corev1.Secret{}
+		Expect(member.Get(ctx, key, s)).To(Succeed())
+		s.Data[agentauth.SecretKeyToken] = []byte("expired-credential")
+		s.Data[agentauth.SecretKeyIssued] = []byte(time.Now().Add(-8 * 24 * time.Hour).UTC().Format(time.RFC3339))
+		s.Data[agentauth.SecretKeyExpires] = []byte(time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339))
+		Expect(member.Update(ctx, s)).To(Succeed())
+		Eventually(ready).WithContext(ctx).Should(Equal(metav1.ConditionUnknown))
+
+		log := &syncBuffer{}
+		startAgentLogging(ctx, io.MultiWriter(GinkgoWriter, log))
+		Eventually(log.String).WithContext(ctx).Should(And(ContainSubstring("401"), ContainSubstring("expired at"),
+			ContainSubstring("kubectl flotilla token create "+pulled), ContainSubstring("kubectl flotilla register "+pulled)))
+		Consistently(ready).WithContext(ctx).WithTimeout(2 * time.Second).ShouldNot(Equal(metav1.ConditionTrue))
+
+		t, err := register.CreateToken(ctx, env.Fleet.Host.RESTConfig(), pulled, register.MinTokenTTL)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(t.Reregisters).To(BeTrue())
+		o := register.Options{Name: pulled, Host: t.Server, Token: t.Token, CA: t.CA, Member: env.Fleet.Member(pulled).RESTConfig(), NoDeployment: true}
+		res, err := register.Register(ctx, o)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Reregistered).To(BeTrue())
+
+		// The running agent picks the new credential up.
+		Eventually(ready).WithContext(ctx).Should(Equal(metav1.ConditionTrue))
+		Expect(memberData(ctx)).To(HaveKeyWithValue("mode", "rotated"), "the member's objects stayed")
+		tmpl := &corev1.ConfigMap{}
+		Expect(env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "settings"}, tmpl)).To(Succeed())
+		patch := client.MergeFrom(tmpl.DeepCopy())
+		tmpl.Data["mode"] = "recovered"
+		Expect(env.Host.Patch(ctx, tmpl, patch)).To(Succeed())
+		Eventually(memberData).WithContext(ctx).Should(HaveKeyWithValue("mode", "recovered"))
+
+		// The token was good for this once.
+		expectConsumed(ctx, t.ID)
+		_, err = register.Register(ctx, o)
+		Expect(err).To(MatchError(And(ContainSubstring("401"), ContainSubstring("used already"), ContainSubstring("kubectl flotilla token create "+pulled))))
+	})
+
 	It("unregisters: the Cluster goes with what it propagated, then the agent's objects in the member", func(ctx context.Context) {
 		removed, err := register.Unregister(ctx, register.UnregisterOptions{Name: pulled, Member: env.Fleet.Member(pulled).RESTConfig(), Host: env.Fleet.Host.RESTConfig()})
 		Expect(err).NotTo(HaveOccurred())
@@ -318,6 +402,39 @@ var _ = Describe("The Pull agent", Ordered, func() {
 		running.Kill()
 	})
 })
+
+// expectConsumed waits until bootstrap token id is gone from the host, with the annotation
+// that named it on the Cluster, once the agent it registered reports.
+func expectConsumed(ctx context.Context, id string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		err := env.Host.Get(ctx, types.NamespacedName{Namespace: agentauth.SystemNamespace, Name: agentauth.BootstrapServiceAccount(id)}, &corev1.ServiceAccount{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the token's ServiceAccount: %v", err)
+		err = env.Host.Get(ctx, types.NamespacedName{Name: agentauth.BootstrapBinding(id)}, &rbacv1.ClusterRoleBinding{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the token's ClusterRoleBinding: %v", err)
+		c := &clusterv1alpha1.Cluster{}
+		g.Expect(env.Host.Get(ctx, types.NamespacedName{Name: pulled}, c)).To(Succeed())
+		g.Expect(c.Annotations).NotTo(HaveKey(agentauth.BootstrapTokenAnnotation))
+	}).WithContext(ctx).Should(Succeed())
+}
+
+// syncBuffer collects a process's output for a spec to read while it runs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 func hostClient(server, token string, ca []byte) client.Client {
 	cl, err := client.New(&rest.Config{Host: server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: ca}},

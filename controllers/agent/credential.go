@@ -8,6 +8,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -150,17 +151,28 @@ func (r *rotator) Start(ctx context.Context) error {
 	}
 }
 
-func (r *rotator) check(ctx context.Context) error {
+// follow reads the credential Secret, and puts a credential there that is not the current
+// one (rotated by another replica, or written by a new `kubectl flotilla register`) in the
+// token file.
+func (r *rotator) follow(ctx context.Context) (*Credential, error) {
 	cred, err := ReadCredential(ctx, r.member, r.secret)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if cred.Token != r.current.Token {
 		if err := writeToken(r.tokenFile, cred.Token); err != nil {
-			return err
+			return nil, err
 		}
 		r.current = cred
 		ctrl.LoggerFrom(ctx).Info("Picked up a new host credential", "expires", cred.Expires)
+	}
+	return cred, nil
+}
+
+func (r *rotator) check(ctx context.Context) error {
+	cred, err := r.follow(ctx)
+	if err != nil {
+		return err
 	}
 	select {
 	case <-r.elected:
@@ -173,7 +185,7 @@ func (r *rotator) check(ctx context.Context) error {
 	}
 	token, issued, expires, err := RequestToken(ctx, r.host, r.cluster, r.expiration, now)
 	if err != nil {
-		return err
+		return Rejected(cred, err)
 	}
 	next := *cred
 	next.Token, next.Issued, next.Expires = token, issued, expires
@@ -186,6 +198,23 @@ func (r *rotator) check(ctx context.Context) error {
 	r.current = &next
 	ctrl.LoggerFrom(ctx).Info("Rotated the host credential", "expires", expires)
 	return nil
+}
+
+// Rejected explains err when it says the host rejected the agent's credential (401): an
+// agent offline past its credential's expiry cannot get a new one by itself, and the error
+// says which commands give it one. Other errors are returned as they are.
+func Rejected(cred *Credential, err error) error {
+	if !apierrors.IsUnauthorized(err) {
+		return err
+	}
+	why := "it was revoked, or its ServiceAccount was deleted"
+	if !cred.Expires.IsZero() && time.Now().After(cred.Expires) {
+		why = "it expired at " + cred.Expires.UTC().Format(time.RFC3339)
+	}
+	return fmt.Errorf("the host rejected the agent's credential (401 Unauthorized: %s), and an agent cannot renew a credential the host rejects. "+
+		"To give it a new one, keeping Cluster %s, its Works and its workloads as they are: in the host run `kubectl flotilla token create %s`, "+
+		"then in this member cluster run the `kubectl flotilla register %s ...` command it prints; the agent picks the new credential up by itself: %w",
+		why, cred.Cluster, cred.Cluster, cred.Cluster, err)
 }
 
 // ApplySecret server-side applies s as owner.

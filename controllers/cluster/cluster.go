@@ -159,9 +159,9 @@ type memberState struct {
 
 	// accessFor is the UID of the Pull Cluster whose agent's rights were applied.
 	accessFor types.UID
-	// exchange is whether the bootstrap token's exchange binding was last applied (true) or
-	// removed (false); nil until either.
-	exchange *bool
+	// exchangeFor is the bootstrap token whose exchange binding was last applied; "" after
+	// the binding was removed; nil until either.
+	exchangeFor *string
 }
 
 // collected is what status collection found; nil or empty fields were not collected.

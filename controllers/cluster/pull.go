@@ -29,9 +29,13 @@ const HeartbeatFieldOwner = "flotilla-cluster-heartbeat"
 // Pull members have an agent that applies their Works and reports their status (cmd/agent).
 // The controller never connects to them. Its phases for a Pull Cluster:
 //
-//   - access: the agent's ServiceAccount and rights in the host (agentauth.HostObjects), the
-//     host's id on the Cluster, and, while the agent has not started, the exchange binding for
-//     the bootstrap token that registered the Cluster;
+//   - access: the agent's ServiceAccount and rights in the host (agentauth.HostObjects) and
+//     the host's id on the Cluster;
+//   - exchange: while the Cluster names a bootstrap token (agentauth.BootstrapTokenAnnotation:
+//     the one that registered it, or one made to re-register it) and its agent is not
+//     reporting, the binding that lets that token fetch the agent's credential. Once the
+//     agent reports, the token is consumed: the binding, the token's ServiceAccount and
+//     ClusterRoleBinding, and the annotation go;
 //   - heartbeat: the agent renews a Lease in the execution namespace. While it does, the
 //     Ready condition is the agent's. Once the Lease is older than its duration (the agent's
 //     heartbeat interval times the failure threshold, as for a Push member's probes), Ready
@@ -53,10 +57,10 @@ func (r *Reconciler) reconcilePull(ctx context.Context, cluster *clusterv1alpha1
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.exchange(ctx, cluster, st, lease != nil); err != nil {
+	ready, stale := pullReady(cluster, lease, r.Clock.Now())
+	if err := r.exchange(ctx, cluster, st, lease != nil && !stale); err != nil {
 		return ctrl.Result{}, err
 	}
-	ready, stale := pullReady(cluster, lease, r.Clock.Now())
 	if err := r.syncTaints(ctx, cluster, ready.Status); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -81,7 +85,8 @@ func pullReady(cluster *clusterv1alpha1.Cluster, lease *coordinationv1.Lease, no
 	unknown := metav1.Condition{Type: wellknown.ClusterConditionReady, Status: metav1.ConditionUnknown, Reason: wellknown.ClusterReasonNotReachable}
 	switch {
 	case lease == nil || lease.Spec.RenewTime == nil:
-		unknown.Message = fmt.Sprintf("No agent has reported yet: run `kubectl flotilla register %s` in the member cluster (`kubectl flotilla token create` in the host prints the command)", cluster.Name)
+		unknown.Message = fmt.Sprintf("No agent has reported yet: run `kubectl flotilla token create %s` in the host, and the `kubectl flotilla register %s ...` command it prints in the member cluster",
+			cluster.Name, cluster.Name)
 		return unknown, true
 	}
 	duration := time.Duration(ptrInt32(lease.Spec.LeaseDurationSeconds)) * time.Second
@@ -91,6 +96,10 @@ func pullReady(cluster *clusterv1alpha1.Cluster, lease *coordinationv1.Lease, no
 	if age := now.Sub(lease.Spec.RenewTime.Time); age > duration {
 		unknown.Message = fmt.Sprintf("The agent has not renewed its Lease %s/%s for %s (its duration is %s)",
 			lease.Namespace, lease.Name, age.Round(time.Second), duration)
+		if age > credentialHint {
+			unknown.Message += fmt.Sprintf(". If it was offline past its credential's expiry (7 days by default) it cannot come back by itself: "+
+				"run `kubectl flotilla token create %s` in the host and the register command it prints in the member", cluster.Name)
+		}
 		return unknown, true
 	}
 	if cur == nil {
@@ -154,16 +163,22 @@ func (r *Reconciler) agentAccess(ctx context.Context, cluster *clusterv1alpha1.C
 	return nil
 }
 
-// exchange binds the bootstrap token that registered the Cluster to the right to ask for a
-// token of its agent, until the agent has started (its Lease exists); then it unbinds it.
-func (r *Reconciler) exchange(ctx context.Context, cluster *clusterv1alpha1.Cluster, st *memberState, agentStarted bool) error {
+// credentialHint is how long an agent must have been silent before its Cluster's Ready
+// message tells how to give it a new credential.
+const credentialHint = time.Hour
+
+// exchange binds the bootstrap token the Cluster names to the right to ask for a token of its
+// agent while the agent is not reporting; once it reports, it consumes the token.
+func (r *Reconciler) exchange(ctx context.Context, cluster *clusterv1alpha1.Cluster, st *memberState, reporting bool) error {
 	id := cluster.Annotations[agentauth.BootstrapTokenAnnotation]
-	want := id != "" && !agentStarted
-	if st.exchange != nil && *st.exchange == want {
+	if id != "" && reporting {
+		return r.consumeBootstrapToken(ctx, cluster, st, id)
+	}
+	if st.exchangeFor != nil && *st.exchangeFor == id {
 		return nil
 	}
 	rb := agentauth.ExchangeBinding(cluster.Name, id)
-	if want {
+	if id != "" {
 		if err := r.apply(ctx, rb); err != nil {
 			return err
 		}
@@ -171,7 +186,33 @@ func (r *Reconciler) exchange(ctx context.Context, cluster *clusterv1alpha1.Clus
 	} else if err := r.Client.Delete(ctx, rb); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove the bootstrap token's binding %s/%s: %w", rb.Namespace, rb.Name, err)
 	}
-	st.exchange = &want
+	st.exchangeFor = &id
+	return nil
+}
+
+// consumeBootstrapToken ends bootstrap token id once the agent it fetched a credential for
+// reports: its exchange binding, its ServiceAccount (which invalidates the token) and
+// ClusterRoleBinding, and the Cluster's annotation naming it. A token is good for one
+// registration.
+func (r *Reconciler) consumeBootstrapToken(ctx context.Context, cluster *clusterv1alpha1.Cluster, st *memberState, id string) error {
+	for _, obj := range []client.Object{
+		agentauth.ExchangeBinding(cluster.Name, id),
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: agentauth.SystemNamespace, Name: agentauth.BootstrapServiceAccount(id)}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: agentauth.BootstrapBinding(id)}},
+	} {
+		if err := r.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("consume bootstrap token %s: delete %T %s: %w", id, obj, client.ObjectKeyFromObject(obj), err)
+		}
+	}
+	empty := ""
+	st.exchangeFor = &empty
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, agentauth.BootstrapTokenAnnotation))
+	if err := r.Client.Patch(ctx, cluster, patch); err != nil {
+		return fmt.Errorf("consume bootstrap token %s: remove its annotation: %w", id, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("The agent reports: consumed its bootstrap token", "token", id)
+	r.Recorder.Eventf(cluster, nil, corev1.EventTypeNormal, wellknown.EventReasonBootstrapTokenConsumed, "ConsumeBootstrapToken",
+		"The agent reports with the credential bootstrap token %s fetched; the token is deleted (a token registers its cluster once)", id)
 	return nil
 }
 

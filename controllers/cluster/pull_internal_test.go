@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -20,22 +21,30 @@ func TestPullReady(t *testing.T) {
 	}
 	agentReady := &clusterv1alpha1.Cluster{Status: clusterv1alpha1.ClusterStatus{Conditions: []metav1.Condition{{
 		Type: wellknown.ClusterConditionReady, Status: metav1.ConditionTrue, Reason: wellknown.ClusterReasonReady}}}}
+	agentReady.Name = "edge-1"
+	const recovery = "kubectl flotilla token create edge-1"
 	for _, tc := range []struct {
 		name      string
 		cluster   *clusterv1alpha1.Cluster
 		lease     *coordinationv1.Lease
 		want      metav1.ConditionStatus
 		wantStale bool
+		// recovery says whether the message tells how to give the agent a new credential.
+		recovery bool
 	}{
-		{"no agent yet", agentReady, nil, metav1.ConditionUnknown, true},
-		{"fresh lease: the agent's Ready", agentReady, lease(5*time.Second, 15), metav1.ConditionTrue, false},
-		{"lease just within its duration", agentReady, lease(15*time.Second, 15), metav1.ConditionTrue, false},
-		{"lease older than its duration", agentReady, lease(16*time.Second, 15), metav1.ConditionUnknown, true},
-		{"fresh lease, no report yet", &clusterv1alpha1.Cluster{}, lease(time.Second, 15), metav1.ConditionUnknown, false},
+		{"no agent yet", agentReady, nil, metav1.ConditionUnknown, true, true},
+		{"fresh lease: the agent's Ready", agentReady, lease(5*time.Second, 15), metav1.ConditionTrue, false, false},
+		{"lease just within its duration", agentReady, lease(15*time.Second, 15), metav1.ConditionTrue, false, false},
+		{"lease older than its duration", agentReady, lease(16*time.Second, 15), metav1.ConditionUnknown, true, false},
+		{"silent for days: perhaps past its credential's expiry", agentReady, lease(8*24*time.Hour, 15), metav1.ConditionUnknown, true, true},
+		{"fresh lease, no report yet", &clusterv1alpha1.Cluster{}, lease(time.Second, 15), metav1.ConditionUnknown, false, false},
 	} {
 		got, stale := pullReady(tc.cluster, tc.lease, now)
 		if got.Status != tc.want || stale != tc.wantStale {
 			t.Errorf("%s: pullReady = %s (stale %v), want %s (stale %v): %s", tc.name, got.Status, stale, tc.want, tc.wantStale, got.Message)
+		}
+		if strings.Contains(got.Message, recovery) != tc.recovery {
+			t.Errorf("%s: message %q: naming %q is %v, want %v", tc.name, got.Message, recovery, !tc.recovery, tc.recovery)
 		}
 	}
 }

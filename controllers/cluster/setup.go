@@ -24,6 +24,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	"github.com/flotilla-io/flotilla/controllers/execution"
+	"github.com/flotilla-io/flotilla/internal/agentauth"
 )
 
 // IndexClusterBySecret indexes Clusters by the "namespace/name" of the Secret their
@@ -94,7 +95,8 @@ func secretRefKey(o client.Object) []string {
 
 // specOrLifecycleChanged passes Cluster events other than status updates: the controller's
 // own status writes must not wake it again (it comes back after ProbeInterval anyway). A
-// change of Ready passes: a Pull member's agent writes it, and the taints follow at once.
+// change of Ready passes: a Pull member's agent writes it, and the taints follow at once; so
+// does a change of the bootstrap token a Pull Cluster names, whose exchange opens at once.
 func specOrLifecycleChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -102,7 +104,8 @@ func specOrLifecycleChanged() predicate.Predicate {
 			return o.GetGeneration() != n.GetGeneration() ||
 				!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
 				!slices.Equal(o.GetFinalizers(), n.GetFinalizers()) ||
-				readyStatus(o) != readyStatus(n)
+				readyStatus(o) != readyStatus(n) ||
+				o.GetAnnotations()[agentauth.BootstrapTokenAnnotation] != n.GetAnnotations()[agentauth.BootstrapTokenAnnotation]
 		},
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
-	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/internal/systemnamespace"
 )
 
 // skippedGroups are API groups whose objects are never templates: ours, and the host's
@@ -59,11 +59,9 @@ func templateResource(gr schema.GroupResource) bool {
 	return true
 }
 
-// systemNamespace reports whether a namespace is never propagated, even when labelled.
-func systemNamespace(ns string) bool {
-	return strings.HasPrefix(ns, "kube-") || ns == wellknown.SystemNamespace ||
-		strings.HasPrefix(ns, wellknown.ExecutionNamespacePrefix) || ns == "karmada-system" || ns == "karmada-cluster"
-}
+// systemNamespace reports whether a namespace is never propagated, even when labelled: the
+// rule the host hold applies too (internal/systemnamespace).
+func systemNamespace(ns string) bool { return systemnamespace.Is(ns) }
 
 // skippedObject reports objects the host makes in every namespace, which policies selecting a
 // whole kind must not drag along; and the system namespaces themselves (kube-*, Flotilla's

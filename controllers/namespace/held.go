@@ -3,7 +3,6 @@ package namespace
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/internal/systemnamespace"
 )
 
 // Event reasons on Namespaces.
@@ -25,17 +25,21 @@ const (
 	// EventReasonStillHeld: propagation is off, and the namespace's templates stay held until
 	// the user removes the held label.
 	EventReasonStillHeld = "TemplatesStillHeld"
+	// EventReasonOptInRefused: a namespace Flotilla never propagates from
+	// (internal/systemnamespace) was labelled to opt in; nothing there is propagated or held.
+	EventReasonOptInRefused = "OptInRefused"
 )
 
 // HeldReconciler marks every opted-in namespace held (label flotilla.io/held=true), so that
 // the hold outlives the propagation label, and tells the user, on a namespace whose
-// propagation is off but whose templates are still held, how to release them.
+// propagation is off but whose templates are still held, how to release them; and, on a
+// system namespace labelled to opt in, that the label has no effect.
 type HeldReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 
 	mu   sync.Mutex
-	told map[string]bool // namespaces told they are still held, by this process
+	told map[string]string // the Warning reason each namespace was last told, by this process
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;patch
@@ -45,16 +49,27 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ns); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.setTold(req.Name, false)
+			r.tell(req.Name, "")
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if ns.DeletionTimestamp != nil || isSystem(ns.Name) {
-		r.setTold(ns.Name, false)
+	if ns.DeletionTimestamp != nil {
+		r.tell(ns.Name, "")
 		return ctrl.Result{}, nil
 	}
 	optedIn := ns.Labels[wellknown.PropagationLabel] == wellknown.PropagationEnabled
 	held := ns.Labels[wellknown.HeldLabel] == wellknown.HeldTrue
+	if why := systemnamespace.Why(ns.Name); why != "" {
+		if !optedIn {
+			r.tell(ns.Name, "")
+		} else if r.tell(ns.Name, EventReasonOptInRefused) {
+			ctrl.LoggerFrom(ctx).Info("Refused the opt-in of a system namespace: nothing there is propagated or held", "Namespace", ns.Name, "why", why)
+			r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, EventReasonOptInRefused, "OptIn",
+				"Flotilla never propagates from this namespace, and does not hold its workloads on the host: %s. Remove the label %s=%s, and keep templates in a namespace of your own",
+				why, wellknown.PropagationLabel, wellknown.PropagationEnabled)
+		}
+		return ctrl.Result{}, nil
+	}
 	switch {
 	case optedIn && !held:
 		apply := corev1ac.Namespace(ns.Name).WithLabels(map[string]string{wellknown.HeldLabel: wellknown.HeldTrue})
@@ -64,37 +79,36 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		r.Recorder.Eventf(ns, nil, corev1.EventTypeNormal, EventReasonHeld, "Hold",
 			"Templates in this namespace run only on member clusters; the host's controllers are kept off them. Label %s=%s keeps them held even when %s is removed",
 			wellknown.HeldLabel, wellknown.HeldTrue, wellknown.PropagationLabel)
-		r.setTold(ns.Name, false)
+		r.tell(ns.Name, "")
 	case !optedIn && held:
-		if r.setTold(ns.Name, true) {
+		if r.tell(ns.Name, EventReasonStillHeld) {
 			r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, EventReasonStillHeld, "Hold",
 				"Propagation is off (%s is not %q), and the templates here stay held: the host's controllers do not run them. To let the host run them, remove the label %s",
 				wellknown.PropagationLabel, wellknown.PropagationEnabled, wellknown.HeldLabel)
 		}
 	default:
-		r.setTold(ns.Name, false)
+		r.tell(ns.Name, "")
 	}
 	return ctrl.Result{}, nil
 }
 
-// setTold records whether the namespace was told it is still held, and returns whether that
-// is news.
-func (r *HeldReconciler) setTold(name string, told bool) bool {
+// tell records the Warning reason the namespace is in ("" for none), and returns whether
+// that is news: a Warning is recorded once per transition into its state, not at every
+// resync or unrelated label change.
+func (r *HeldReconciler) tell(name, reason string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.told == nil {
-		r.told = map[string]bool{}
+		r.told = map[string]string{}
 	}
 	was := r.told[name]
-	if told {
-		r.told[name] = true
-	} else {
+	if reason == "" {
 		delete(r.told, name)
+	} else {
+		r.told[name] = reason
 	}
-	return told && !was
+	return reason != "" && reason != was
 }
-
-func isSystem(name string) bool { return slices.Contains(systemNamespaces, name) }
 
 // SetupWithManager watches Namespaces' labels.
 func (r *HeldReconciler) SetupWithManager(mgr ctrl.Manager) error {

@@ -27,6 +27,11 @@
 // and never removes. Removing the propagation label therefore stops propagation but keeps
 // the hold; removing flotilla.io/held as well is the user's confirmation that the host may
 // run the templates.
+//
+// The namespaces Flotilla never propagates from (internal/systemnamespace: kube-*,
+// flotilla-system, Karmada's, the execution namespaces) are never held, whatever their labels
+// say: each policy's match condition leaves them out (a namespace selector cannot express a
+// prefix), and HeldReconciler answers their opt-in with a Warning event, OptInRefused.
 package namespace
 
 import (
@@ -54,6 +59,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/internal/systemnamespace"
 )
 
 const (
@@ -228,26 +234,26 @@ func holdBindings() []holdBinding {
 	}
 }
 
-// systemNamespaces are never held, whatever their labels say.
-var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", wellknown.SystemNamespace}
-
-// selector is the namespace selector of the binding, typed.
+// selector is the namespace selector of the binding, typed. It selects by label alone: the
+// namespaces that are never held whatever their labels say (internal/systemnamespace, a rule
+// with prefixes that a selector cannot express) are left out by the policies' match
+// condition notSystemNamespace.
 func (b holdBinding) selector() *metav1.LabelSelector {
-	return &metav1.LabelSelector{
-		MatchLabels: map[string]string{b.label: b.value},
-		MatchExpressions: []metav1.LabelSelectorRequirement{{
-			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: systemNamespaces,
-		}},
-	}
+	return &metav1.LabelSelector{MatchLabels: map[string]string{b.label: b.value}}
 }
 
 func (b holdBinding) selectorApply() *metav1ac.LabelSelectorApplyConfiguration {
-	return metav1ac.LabelSelector().
-		WithMatchLabels(map[string]string{b.label: b.value}).
-		WithMatchExpressions(metav1ac.LabelSelectorRequirement().
-			WithKey("kubernetes.io/metadata.name").
-			WithOperator(metav1.LabelSelectorOpNotIn).
-			WithValues(systemNamespaces...))
+	return metav1ac.LabelSelector().WithMatchLabels(map[string]string{b.label: b.value})
+}
+
+// notSystemNamespace is the match condition that leaves the namespaces Flotilla never
+// propagates from out of a policy, whatever their labels say: the same rule as the
+// detector's. Cluster-scoped requests have no namespace; the condition before this one
+// ("namespaced") is false for them, which skips the policy before this one's error counts.
+func notSystemNamespace() *admissionv1ac.MatchConditionApplyConfiguration {
+	return admissionv1ac.MatchCondition().
+		WithName("not-system-namespace").
+		WithExpression("!" + systemnamespace.CEL("request.namespace"))
 }
 
 func (b holdBinding) validating() *admissionv1ac.ValidatingAdmissionPolicyBindingApplyConfiguration {
@@ -343,6 +349,7 @@ func HoldPolicy(ids []string) *admissionv1ac.ValidatingAdmissionPolicyApplyConfi
 				admissionv1ac.MatchCondition().
 					WithName("namespaced").
 					WithExpression("has(request.namespace) && request.namespace != ''"),
+				notSystemNamespace(),
 				// Updates by anyone else (users, Flotilla itself) skip the policy at once.
 				admissionv1ac.MatchCondition().
 					WithName("creates-or-host-controllers").
@@ -392,9 +399,11 @@ func JobPolicy() *admissionv1ac.MutatingAdmissionPolicyApplyConfiguration {
 			WithMatchConstraints(admissionv1ac.MatchResources().WithResourceRules(
 				admissionv1ac.NamedRuleWithOperations().
 					WithOperations(admissionv1.Create).WithAPIGroups("batch").WithAPIVersions("v1").WithResources("jobs"))).
-			WithMatchConditions(admissionv1ac.MatchCondition().
-				WithName("not-managed-yet").
-				WithExpression("object.spec.?managedBy.orValue('') == ''")).
+			WithMatchConditions(
+				admissionv1ac.MatchCondition().
+					WithName("not-managed-yet").
+					WithExpression("object.spec.?managedBy.orValue('') == ''"),
+				notSystemNamespace()).
 			WithMutations(admissionv1ac.Mutation().
 				WithPatchType(admissionv1.PatchTypeApplyConfiguration).
 				WithApplyConfiguration(admissionv1ac.ApplyConfiguration().

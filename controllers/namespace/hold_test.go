@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -62,14 +63,14 @@ func expectHold(ctx context.Context) {
 			g.Expect(b.Spec.PolicyName).To(Equal(namespace.HoldPolicyName))
 			g.Expect(b.Spec.ValidationActions).To(Equal([]admissionv1.ValidationAction{admissionv1.Deny}))
 			g.Expect(b.Spec.MatchResources.NamespaceSelector.MatchLabels).To(Equal(wb.Spec.MatchResources.NamespaceSelector.MatchLabels))
-			g.Expect(b.Spec.MatchResources.NamespaceSelector.MatchExpressions).To(ConsistOf(metav1.LabelSelectorRequirement{
-				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn,
-				Values: []string{"kube-system", "kube-public", "kube-node-lease", wellknown.SystemNamespace},
-			}))
+			g.Expect(b.Spec.MatchResources.NamespaceSelector.MatchExpressions).To(BeEmpty())
 		}
+		// System namespaces are left out by the policies' match condition, not the selector.
+		g.Expect(p.Spec.MatchConditions).To(ContainElement(HaveField("Expression", ContainSubstring(`request.namespace.startsWith("kube-")`))))
 		mp := &admissionv1.MutatingAdmissionPolicy{}
 		g.Expect(env.Host.Get(ctx, types.NamespacedName{Name: namespace.JobPolicyName}, mp)).To(Succeed())
 		g.Expect(mp.Spec.Mutations).To(HaveLen(1))
+		g.Expect(mp.Spec.MatchConditions).To(ContainElement(HaveField("Expression", ContainSubstring(`request.namespace.startsWith("kube-")`))))
 		for _, wb := range namespace.JobBindings() {
 			b := &admissionv1.MutatingAdmissionPolicyBinding{}
 			g.Expect(env.Host.Get(ctx, types.NamespacedName{Name: *wb.Name}, b)).To(Succeed())
@@ -403,3 +404,52 @@ var _ = Describe("Opting a namespace out", func() {
 		}).WithContext(ctx).Should(Succeed())
 	})
 })
+
+// Issue 33: the hold leaves out exactly the namespaces the detector never propagates from
+// (internal/systemnamespace), kube-* included, however they are labelled; their opt-in is
+// refused with a Warning.
+var _ = Describe("Opting in a namespace Flotilla never propagates from", func() {
+	It("holds nothing there, and the namespace gets a Warning saying why", func(ctx SpecContext) {
+		expectHold(ctx)
+		// The hold is in force: a Pod is denied in an ordinary opted-in namespace.
+		const ordinary = "optin-ordinary"
+		env.TemplateNamespace(ctx, ordinary)
+		waitHeld(ctx, ordinary)
+		Expect(env.Host.Create(ctx, probePod(ordinary), client.DryRunAll)).To(MatchError(ContainSubstring("create Pods")))
+
+		optIn := map[string]string{wellknown.PropagationLabel: wellknown.PropagationEnabled}
+		kube := env.CreateNamespace(ctx, "kube-optin", optIn)
+		system := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wellknown.SystemNamespace}}
+		if err := env.Host.Create(ctx, system); err != nil {
+			Expect(apierrors.IsAlreadyExists(err)).To(BeTrue(), "%v", err)
+		}
+		patch := client.MergeFrom(system.DeepCopy())
+		system.Labels = optIn
+		Expect(env.Host.Patch(ctx, system, patch)).To(Succeed())
+
+		for _, ns := range []*corev1.Namespace{kube, system} {
+			Eventually(func(g Gomega) {
+				var refused []string
+				for _, e := range env.Events(ctx, g, ns) {
+					if e.Type == corev1.EventTypeWarning && e.Reason == namespace.EventReasonOptInRefused {
+						refused = append(refused, e.Note)
+					}
+				}
+				g.Expect(refused).To(ConsistOf(And(ContainSubstring("never propagates"), ContainSubstring(wellknown.PropagationLabel))))
+			}).WithContext(ctx).Should(Succeed(), "namespace %s", ns.Name)
+			// Long enough for the apiserver to have seen the label: the ordinary namespace's
+			// Pod was denied above after the same wait.
+			Consistently(func(g Gomega) {
+				g.Expect(env.Host.Create(ctx, probePod(ns.Name), client.DryRunAll)).To(Succeed())
+			}).WithContext(ctx).WithTimeout(3*time.Second).Should(Succeed(), "namespace %s", ns.Name)
+			cur := &corev1.Namespace{}
+			Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(ns), cur)).To(Succeed())
+			Expect(cur.Labels).NotTo(HaveKey(wellknown.HeldLabel))
+		}
+	})
+})
+
+func probePod(ns string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+}

@@ -12,11 +12,18 @@
 //     namespace, not another Cluster, not Secrets, not policies.
 //   - A bootstrap token is a short-lived token of a ServiceAccount BootstrapServiceAccount(id)
 //     in SystemNamespace, bound to BootstrapRole: it may create Clusters, and the admission
-//     policy BootstrapPolicyName allows it only Pull Clusters without credentials that carry
-//     its own id in BootstrapTokenAnnotation. For such a Cluster the cluster controller binds
-//     ExchangeRole to it in the execution namespace: it may then ask for a token of that
-//     Cluster's agent, and of nothing else. The binding goes once the agent's heartbeat Lease
-//     exists.
+//     policy BootstrapPolicyName allows it one: the Pull Cluster its id names
+//     (BootstrapID(cluster, nonce)), without credentials, labels, taints or placement facts
+//     (provider, region, zone, zones), carrying its own id in BootstrapTokenAnnotation. An
+//     administrator labels and places the Cluster afterwards. While that annotation names a
+//     token and the Cluster's agent is not reporting (no fresh heartbeat Lease), the cluster
+//     controller binds ExchangeRole to the token in the execution namespace: it may then ask
+//     for a token of that Cluster's agent, and of nothing else. Once the agent reports, the
+//     controller consumes the bootstrap token: it removes the binding, the token's
+//     ServiceAccount and ClusterRoleBinding (so the token stops working), and the annotation.
+//     A token made for a Cluster that exists already (`kubectl flotilla token create NAME`
+//     annotates it) re-establishes the credential of an agent that was offline past its
+//     credential's expiry, the same way.
 //
 // In the member the agent's ServiceAccount has exactly the rights a Push join gives the
 // control plane (join.MemberRules).
@@ -24,6 +31,7 @@ package agentauth
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -92,16 +100,41 @@ const SystemNamespace = wellknown.SystemNamespace
 // bootstrapPrefix is the name of every bootstrap ServiceAccount before its id.
 const bootstrapPrefix = "flotilla-bootstrap-"
 
+// BootstrapNonceLength is the length of the random part of a bootstrap token's id.
+const BootstrapNonceLength = 6
+
+// bootstrapIDPattern is what a bootstrap token's id looks like: the name of the one Cluster
+// it may register, a dash, and BootstrapNonceLength random lowercase letters and digits.
+var bootstrapIDPattern = regexp.MustCompile(fmt.Sprintf(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)-[a-z0-9]{%d}$`, BootstrapNonceLength))
+
+// BootstrapID is the id of the bootstrap token that may register cluster, with its random
+// nonce: <cluster>-<nonce>.
+func BootstrapID(cluster, nonce string) string { return cluster + "-" + nonce }
+
+// BootstrapCluster returns the name of the one Cluster bootstrap token id may register. Ids
+// of tokens made before tokens named their Cluster (six characters alone) name none.
+func BootstrapCluster(id string) (string, bool) {
+	m := bootstrapIDPattern.FindStringSubmatch(id)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
 // BootstrapServiceAccount is the ServiceAccount of bootstrap token id.
 func BootstrapServiceAccount(id string) string { return bootstrapPrefix + id }
+
+// BootstrapBinding is the ClusterRoleBinding that gives bootstrap token id BootstrapRole.
+func BootstrapBinding(id string) string { return "flotilla:bootstrap:" + id }
 
 // BootstrapUser is the user name a bootstrap token of id authenticates as.
 func BootstrapUser(id string) string {
 	return "system:serviceaccount:" + SystemNamespace + ":" + BootstrapServiceAccount(id)
 }
 
-// BootstrapID returns the id of the bootstrap token user authenticates with, if it is one.
-func BootstrapID(user string) (string, bool) {
+// BootstrapUserID returns the id of the bootstrap token user authenticates with, if it is
+// one.
+func BootstrapUserID(user string) (string, bool) {
 	return strings.CutPrefix(user, "system:serviceaccount:"+SystemNamespace+":"+bootstrapPrefix)
 }
 
@@ -164,17 +197,44 @@ func ClusterRoles() []rbacv1.ClusterRole {
 	return []rbacv1.ClusterRole{mk(AgentRole, AgentRules()), mk(BootstrapRole, BootstrapRules()), mk(ExchangeRole, ExchangeRules())}
 }
 
-// BootstrapPolicy is the admission policy that keeps bootstrap tokens to registering Pull
-// Clusters of their own: no credentials (a Push Cluster's secretRef would make the control
-// plane connect with a Secret the bootstrap token chose), and the token's own id in
-// BootstrapTokenAnnotation, so the cluster controller knows which token may fetch the agent's
-// credential.
+// BootstrapPolicy is the admission policy that keeps a bootstrap token to registering the
+// one Pull Cluster it was made for:
+//
+//   - the Cluster its id names (BootstrapCluster), so a token registers one Cluster, under
+//     the name the administrator chose when making it, and cannot take a name a policy
+//     places workloads on;
+//   - Pull, with no credentials (a Push Cluster's secretRef would make the control plane
+//     connect with a Secret the bootstrap token chose);
+//   - nothing that decides what is placed there: no labels, taints, provider, region, zone,
+//     zones or resourceModels, and no annotation but BootstrapTokenAnnotation. An
+//     administrator sets them once the Cluster is registered;
+//   - the token's own id in BootstrapTokenAnnotation, so the cluster controller knows which
+//     token may fetch the agent's credential.
+//
+// The bootstrap token's user name is all the policy needs: the id is the end of it.
 func BootstrapPolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
 	prefix := "system:serviceaccount:" + SystemNamespace + ":" + bootstrapPrefix
-	id := fmt.Sprintf("request.userInfo.username.substring(%d)", len(prefix))
+	const (
+		id      = "variables.id"
+		cluster = "variables.cluster"
+		set     = "variables.placement"
+	)
+	// Each field a bootstrap token may not set, as a CEL test of its presence.
+	var placement []string
+	for _, f := range []struct{ path, present string }{
+		{"metadata.labels", "has(object.metadata.labels) && size(object.metadata.labels) > 0"},
+		{"spec.taints", "has(object.spec.taints)"},
+		{"spec.provider", "has(object.spec.provider)"},
+		{"spec.region", "has(object.spec.region)"},
+		{"spec.zone", "has(object.spec.zone)"},
+		{"spec.zones", "has(object.spec.zones)"},
+		{"spec.resourceModels", "has(object.spec.resourceModels)"},
+	} {
+		placement = append(placement, fmt.Sprintf("(%s ? [%q] : [])", f.present, f.path))
+	}
 	policy := &admissionv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: BootstrapPolicyName},
+		ObjectMeta: metav1.ObjectMeta{Name: BootstrapPolicyName, Labels: map[string]string{"app.kubernetes.io/part-of": "flotilla"}},
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionv1.Fail),
 			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
@@ -187,11 +247,28 @@ func BootstrapPolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.Val
 			MatchConditions: []admissionv1.MatchCondition{{
 				Name: "bootstrap-token", Expression: fmt.Sprintf("request.userInfo.username.startsWith(%q)", prefix),
 			}},
+			Variables: []admissionv1.Variable{
+				{Name: "id", Expression: fmt.Sprintf("request.userInfo.username.substring(%d)", len(prefix))},
+				// The Cluster the id names; "" for a token that names none.
+				{Name: "cluster", Expression: fmt.Sprintf("%s.matches(%q) ? %s.substring(0, size(%s) - %d) : ''",
+					id, bootstrapIDPattern.String(), id, id, BootstrapNonceLength+1)},
+				{Name: "placement", Expression: strings.Join(placement, " + ")},
+			},
 			Validations: []admissionv1.Validation{
+				{Expression: cluster + " != ''",
+					Message: "this bootstrap token names no cluster (it was made by an older kubectl flotilla): make a new one with `kubectl flotilla token create NAME`"},
+				{Expression: cluster + " == '' || object.metadata.name == " + cluster,
+					MessageExpression: "'a bootstrap token registers one cluster, the one it was made for: this one registers ' + " + cluster +
+						" + ', not ' + object.metadata.name + '. Make a token for ' + object.metadata.name + ' with `kubectl flotilla token create ' + object.metadata.name + '`'"},
 				{Expression: "has(object.spec.syncMode) && object.spec.syncMode == 'Pull'",
 					Message: "a bootstrap token may only register a Pull cluster: set spec.syncMode to Pull"},
 				{Expression: "!has(object.spec.secretRef) && !has(object.spec.impersonatorSecretRef)",
 					Message: "a bootstrap token may not give a cluster credentials: remove spec.secretRef and spec.impersonatorSecretRef"},
+				{Expression: "size(" + set + ") == 0",
+					MessageExpression: "'a bootstrap token may not decide what is placed on a cluster: remove ' + " + set + ".join(', ') + " +
+						"'. An administrator of the host sets labels, taints, provider, region and zones once the cluster is registered'"},
+				{Expression: fmt.Sprintf("!has(object.metadata.annotations) || object.metadata.annotations.all(k, k == %q)", BootstrapTokenAnnotation),
+					Message: fmt.Sprintf("a bootstrap token may set no annotation on a cluster but %s", BootstrapTokenAnnotation)},
 				{Expression: fmt.Sprintf("has(object.metadata.annotations) && %q in object.metadata.annotations && object.metadata.annotations[%q] == %s",
 					BootstrapTokenAnnotation, BootstrapTokenAnnotation, id),
 					MessageExpression: fmt.Sprintf("'a bootstrap token must name itself: set the annotation %s: ' + %s", BootstrapTokenAnnotation, id)},
@@ -200,7 +277,7 @@ func BootstrapPolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.Val
 	}
 	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: BootstrapPolicyName},
+		ObjectMeta: metav1.ObjectMeta{Name: BootstrapPolicyName, Labels: map[string]string{"app.kubernetes.io/part-of": "flotilla"}},
 		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName:        BootstrapPolicyName,
 			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},

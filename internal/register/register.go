@@ -46,10 +46,9 @@ type Options struct {
 	CA          []byte
 	// Member is an admin REST config of the member.
 	Member *rest.Config
-	// Provider, Region and Zone describe where the member runs.
-	Provider, Region, Zone string
-	// Image is the agent's image; NoDeployment leaves the agent for the caller to run (out of
-	// cluster, say, as the local fleet does).
+	// Image is the agent's image (default DefaultImage; when re-registering, the image of the
+	// agent's Deployment is kept unless Image is set); NoDeployment leaves the agent for the
+	// caller to run (out of cluster, say, as the local fleet does).
 	Image        string
 	NoDeployment bool
 	// TokenExpiration is the lifetime asked for the agent's first credential.
@@ -63,9 +62,13 @@ type Result struct {
 	Cluster      string
 	MemberID     string
 	TokenExpires time.Time
+	// Reregistered is true when the Cluster existed: its agent got a new credential.
+	Reregistered bool
 }
 
-// Register registers the member as a Pull Cluster and installs its agent.
+// Register registers the member as a Pull Cluster and installs its agent. Run again with a
+// token made for the existing Cluster (`kubectl flotilla token create NAME`), it re-registers
+// it: the agent gets a new host credential, and the Cluster and its Works stay as they are.
 func Register(ctx context.Context, o Options) (*Result, error) {
 	if err := join.ValidateName(o.Name); err != nil {
 		return nil, err
@@ -76,12 +79,17 @@ func Register(ctx context.Context, o Options) (*Result, error) {
 	if o.TokenExpiration <= 0 {
 		o.TokenExpiration = agent.DefaultTokenExpiration
 	}
-	if o.Image == "" {
-		o.Image = DefaultImage
-	}
 	id, err := TokenID(o.Token)
 	if err != nil {
 		return nil, err
+	}
+	// The host's admission policy decides; this only says it sooner.
+	switch cluster, ok := agentauth.BootstrapCluster(id); {
+	case !ok:
+		return nil, fmt.Errorf("bootstrap token %s names no cluster (it was made by an older kubectl flotilla): make a new one in the host with `kubectl flotilla token create %s`", id, o.Name)
+	case cluster != o.Name:
+		return nil, fmt.Errorf("bootstrap token %s registers one cluster, %s, not %s: run `kubectl flotilla register %s ...`, or make a token for %s in the host with `kubectl flotilla token create %s`",
+			id, cluster, o.Name, cluster, o.Name, o.Name)
 	}
 	scheme := flotillascheme.New()
 	host, err := client.New(&rest.Config{Host: o.Host, BearerToken: o.Token, TLSClientConfig: rest.TLSClientConfig{CAData: o.CA}, Timeout: 30 * time.Second},
@@ -99,20 +107,22 @@ func Register(ctx context.Context, o Options) (*Result, error) {
 	}
 	memberID := string(ns.UID)
 
+	// The Cluster as a bootstrap token may create it: what identifies the member, nothing
+	// that decides what is placed there (an administrator labels and places it afterwards).
 	cluster := &clusterv1alpha1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Annotations: map[string]string{agentauth.BootstrapTokenAnnotation: id}},
-		Spec: clusterv1alpha1.ClusterSpec{ID: memberID, SyncMode: clusterv1alpha1.Pull, APIEndpoint: o.Member.Host,
-			Provider: o.Provider, Region: o.Region},
+		Spec:       clusterv1alpha1.ClusterSpec{ID: memberID, SyncMode: clusterv1alpha1.Pull, APIEndpoint: o.Member.Host},
 	}
-	if o.Zone != "" {
-		cluster.Spec.Zones = []string{o.Zone}
-	}
+	reregister := false
 	switch err := host.Create(ctx, cluster); {
 	case apierrors.IsAlreadyExists(err):
-		// A second run after a partial failure: the exchange below succeeds only if this
-		// token registered it.
+		// A Cluster this token was made for exists: the token re-registers it (or this is a
+		// second run after a partial failure). The exchange below succeeds only while the
+		// Cluster names this token and its agent is not reporting.
+		reregister = true
 	case apierrors.IsUnauthorized(err):
-		return nil, fmt.Errorf("the host at %s rejected the bootstrap token (401): it has expired or was deleted; run `kubectl flotilla token create` in the host for a new one", o.Host)
+		return nil, fmt.Errorf("the host at %s rejected bootstrap token %s (401): it has expired, was deleted, or was used already "+
+			"(a token registers its cluster once; the host deletes it once the agent reports). Make a new one in the host with `kubectl flotilla token create %s`", o.Host, id, o.Name)
 	case err != nil:
 		return nil, fmt.Errorf("create Cluster %s in the host: %w", o.Name, err)
 	}
@@ -130,12 +140,23 @@ func Register(ctx context.Context, o Options) (*Result, error) {
 		return lastErr == nil, lastErr
 	})
 	if err != nil {
-		if lastErr != nil && (apierrors.IsForbidden(lastErr) || apierrors.IsNotFound(lastErr)) {
-			return nil, fmt.Errorf("the host did not let this token fetch the agent's credential within %s (%v): is the Flotilla manager running, "+
-				"and was Cluster %s registered with this token? Its agent may already have started (then the exchange is closed): unregister and register again",
-				o.Timeout, lastErr, o.Name)
+		switch {
+		case apierrors.IsUnauthorized(lastErr):
+			return nil, fmt.Errorf("the host rejected bootstrap token %s (401) before it fetched the agent's credential: it expired, was deleted, or the agent of %s "+
+				"reported meanwhile (which consumes it). Make a new one in the host with `kubectl flotilla token create %s`", id, o.Name, o.Name)
+		case lastErr != nil && (apierrors.IsForbidden(lastErr) || apierrors.IsNotFound(lastErr)):
+			return nil, fmt.Errorf("the host did not let bootstrap token %s fetch the agent's credential within %s (%v): is the Flotilla manager running? "+
+				"The exchange is open only while Cluster %s names this token (flotilla.io/bootstrap-token) and its agent is not reporting; "+
+				"if the agent reports, it needs no new credential", id, o.Timeout, lastErr, o.Name)
 		}
 		return nil, fmt.Errorf("fetch the agent's credential: %w", errors.Join(err, lastErr))
+	}
+	// The agent's credential reads its own Cluster: one registered from another member is not
+	// this member's to take over.
+	if reregister {
+		if err := sameMember(ctx, o, token, memberID); err != nil {
+			return nil, err
+		}
 	}
 
 	// The member side: the agent's identity with the rights a Push join gives the control
@@ -149,12 +170,40 @@ func Register(ctx context.Context, o Options) (*Result, error) {
 	if err := agent.ApplySecret(ctx, member, cred.Secret(types.NamespacedName{Namespace: agentauth.SystemNamespace, Name: agentauth.HostSecret}), FieldManager); err != nil {
 		return nil, fmt.Errorf("write the agent's host credential in the member: %w", err)
 	}
-	if !o.NoDeployment {
+	if !o.NoDeployment && (o.Image != "" || !reregister || !deploymentExists(ctx, member)) {
+		if o.Image == "" {
+			o.Image = DefaultImage
+		}
 		if err := apply(ctx, member, AgentDeployment(o.Image, labels)); err != nil {
 			return nil, fmt.Errorf("install the agent in the member: %w", err)
 		}
 	}
-	return &Result{Cluster: o.Name, MemberID: memberID, TokenExpires: expires}, nil
+	return &Result{Cluster: o.Name, MemberID: memberID, TokenExpires: expires, Reregistered: reregister}, nil
+}
+
+// deploymentExists reports whether the agent's Deployment is in the member (an error counts
+// as no: register applies it).
+func deploymentExists(ctx context.Context, member client.Client) bool {
+	return member.Get(ctx, types.NamespacedName{Namespace: agentauth.SystemNamespace, Name: Deployment}, &appsv1.Deployment{}) == nil
+}
+
+// sameMember checks, with the agent's new credential, that the existing Cluster o.Name was
+// registered from this member (its spec.id is the member's kube-system namespace UID).
+func sameMember(ctx context.Context, o Options, token, memberID string) error {
+	as, err := client.New(&rest.Config{Host: o.Host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: o.CA}, Timeout: 30 * time.Second},
+		client.Options{Scheme: flotillascheme.New()})
+	if err != nil {
+		return err
+	}
+	c := &clusterv1alpha1.Cluster{}
+	if err := as.Get(ctx, types.NamespacedName{Name: o.Name}, c); err != nil {
+		return fmt.Errorf("read Cluster %s in the host with the agent's credential: %w", o.Name, err)
+	}
+	if c.Spec.ID != "" && c.Spec.ID != memberID {
+		return fmt.Errorf("cluster %s in the host was registered from another member cluster (id %s; this one is %s): nothing was changed here. "+
+			"Run register in that member, or choose another name", o.Name, c.Spec.ID, memberID)
+	}
+	return nil
 }
 
 // AgentDeployment is the agent's Deployment in the member.

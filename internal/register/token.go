@@ -2,13 +2,19 @@
 // create`, `register` and `unregister`, callable from tests without exec.
 //
 // A bootstrap token is a short-lived token of a ServiceAccount made for it in the host
-// (agentauth.BootstrapServiceAccount), whose only right is to create Clusters, and an
-// admission policy lets it create only a Pull Cluster that names it. Register, run against
-// the member with that token, creates the Cluster, waits for the host's cluster controller to
-// make the agent's identity, exchanges the bootstrap token for a token of the agent (the only
-// other thing the bootstrap token may do, and only for that Cluster, until its agent starts),
-// and installs the agent in the member with the same least rights a Push join gives the
-// control plane.
+// (agentauth.BootstrapServiceAccount), for one Cluster named when it is made: its only right
+// is to create Clusters, and an admission policy lets it create only that Pull Cluster,
+// naming the token, with nothing that decides placement (labels, taints, provider, region,
+// zones: an administrator sets them afterwards). Register, run against the member with that
+// token, creates the Cluster, waits for the host's cluster controller to make the agent's
+// identity, exchanges the bootstrap token for a token of the agent (the only other thing the
+// bootstrap token may do, and only for that Cluster, while its agent is not reporting), and
+// installs the agent in the member with the same least rights a Push join gives the control
+// plane. Once the agent reports, the host consumes the bootstrap token.
+//
+// A token made for a Cluster that exists re-registers it: register, run again in its member,
+// fetches a new credential for the agent (one that was offline past its credential's expiry)
+// and leaves the Cluster, its Works and its workloads as they are.
 package register
 
 import (
@@ -25,15 +31,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
+	"github.com/flotilla-io/flotilla/api/wellknown"
 	"github.com/flotilla-io/flotilla/internal/agentauth"
+	"github.com/flotilla-io/flotilla/internal/join"
 )
 
 const (
@@ -47,8 +58,11 @@ const (
 
 // Token is a bootstrap token.
 type Token struct {
-	// ID names the token: its ServiceAccount is flotilla-system/flotilla-bootstrap-<ID>.
+	// ID names the token: its ServiceAccount is flotilla-system/flotilla-bootstrap-<ID>. It
+	// is the Cluster's name, a dash and six random characters (agentauth.BootstrapID).
 	ID string
+	// Cluster is the one Cluster the token may register.
+	Cluster string
 	// Token is the bearer token.
 	Token string
 	// Expires is when it stops working.
@@ -56,22 +70,33 @@ type Token struct {
 	// Server and CA are the host's address and CA bundle, from the kubeconfig used.
 	Server string
 	CA     []byte
+	// Reregisters is true when Cluster exists already: the token re-establishes its agent's
+	// credential. AgentReporting says that agent reports now (the token is consumed at once,
+	// and useless).
+	Reregisters, AgentReporting bool
 }
 
-// Command is the register command to run in the member, with NAME for the cluster's name.
-func (t *Token) Command(name string) string {
-	cmd := fmt.Sprintf("kubectl flotilla register %s --host %s --token %s", name, t.Server, t.Token)
+// Command is the register command to run in the member.
+func (t *Token) Command() string {
+	cmd := fmt.Sprintf("kubectl flotilla register %s --host %s --token %s", t.Cluster, t.Server, t.Token)
 	if len(t.CA) > 0 {
 		cmd += " --ca-data " + base64.StdEncoding.EncodeToString(t.CA)
 	}
 	return cmd
 }
 
-// CreateToken makes a bootstrap token valid for ttl. It also applies what every bootstrap
-// token relies on (agentauth.ClusterRoles and the admission policy), so a host installed
-// from the CRDs alone works too. host needs rights to write those, ServiceAccounts in
-// flotilla-system and ClusterRoleBindings: an administrator's.
-func CreateToken(ctx context.Context, host *rest.Config, ttl time.Duration) (*Token, error) {
+// CreateToken makes a bootstrap token, valid for ttl, that may register the Pull Cluster
+// cluster once. When that Cluster exists (a Pull member whose agent lost its credential), the
+// token re-registers it: CreateToken names the token in the Cluster's
+// agentauth.BootstrapTokenAnnotation, which opens its exchange while the agent is not
+// reporting. It also applies what every bootstrap token relies on (agentauth.ClusterRoles and
+// the admission policy), so a host installed from the CRDs alone works too. host needs rights
+// to write those, ServiceAccounts in flotilla-system, ClusterRoleBindings and Clusters: an
+// administrator's.
+func CreateToken(ctx context.Context, host *rest.Config, cluster string, ttl time.Duration) (*Token, error) {
+	if err := join.ValidateName(cluster); err != nil {
+		return nil, err
+	}
 	if ttl <= 0 {
 		ttl = DefaultTokenTTL
 	}
@@ -81,6 +106,18 @@ func CreateToken(ctx context.Context, host *rest.Config, ttl time.Duration) (*To
 	cl, err := client.New(host, client.Options{Scheme: flotillascheme.New()})
 	if err != nil {
 		return nil, err
+	}
+	existing := &clusterv1alpha1.Cluster{}
+	switch err := cl.Get(ctx, types.NamespacedName{Name: cluster}, existing); {
+	case apierrors.IsNotFound(err):
+		existing = nil
+	case err != nil:
+		return nil, fmt.Errorf("read Cluster %s in the host: %w", cluster, err)
+	case existing.Spec.SyncMode != clusterv1alpha1.Pull:
+		return nil, fmt.Errorf("cluster %s is joined in %s mode: a bootstrap token registers a Pull cluster; unjoin it first (`kubectl flotilla unjoin %s`) or choose another name",
+			cluster, existing.Spec.SyncMode, cluster)
+	case existing.DeletionTimestamp != nil:
+		return nil, fmt.Errorf("cluster %s is being deleted: wait until it is gone", cluster)
 	}
 	for i := range agentauth.ClusterRoles() {
 		if err := apply(ctx, cl, &agentauth.ClusterRoles()[i]); err != nil {
@@ -96,10 +133,11 @@ func CreateToken(ctx context.Context, host *rest.Config, ttl time.Duration) (*To
 	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentauth.SystemNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create namespace %s in the host: %w", agentauth.SystemNamespace, err)
 	}
-	id, err := newID()
+	nonce, err := newNonce()
 	if err != nil {
 		return nil, err
 	}
+	id := agentauth.BootstrapID(cluster, nonce)
 	labels := map[string]string{agentauth.BootstrapTokenLabel: id}
 	sa := &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
@@ -107,7 +145,7 @@ func CreateToken(ctx context.Context, host *rest.Config, ttl time.Duration) (*To
 	}
 	crb := &rbacv1.ClusterRoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: bootstrapBinding(id), Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: agentauth.BootstrapBinding(id), Labels: labels},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: agentauth.BootstrapRole},
 		Subjects:   []rbacv1.Subject{agentauth.Subject(agentauth.SystemNamespace, sa.Name)},
 	}
@@ -126,7 +164,17 @@ func CreateToken(ctx context.Context, host *rest.Config, ttl time.Duration) (*To
 			return nil, fmt.Errorf("read the host's CA: %w", err)
 		}
 	}
-	return &Token{ID: id, Token: tr.Status.Token, Expires: tr.Status.ExpirationTimestamp.Time, Server: host.Host, CA: ca}, nil
+	t := &Token{ID: id, Cluster: cluster, Token: tr.Status.Token, Expires: tr.Status.ExpirationTimestamp.Time, Server: host.Host, CA: ca}
+	if existing != nil {
+		// The token may fetch the agent's credential once the cluster controller sees this.
+		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, agentauth.BootstrapTokenAnnotation, id))
+		if err := cl.Patch(ctx, existing, patch, client.FieldOwner(FieldManager)); err != nil {
+			return nil, fmt.Errorf("name the token on Cluster %s: %w", cluster, err)
+		}
+		t.Reregisters = true
+		t.AgentReporting = meta.IsStatusConditionTrue(existing.Status.Conditions, wellknown.ClusterConditionReady)
+	}
+	return t, nil
 }
 
 // DeleteToken removes bootstrap token id: its ServiceAccount (which invalidates the token) and
@@ -137,7 +185,7 @@ func DeleteToken(ctx context.Context, host *rest.Config, id string) error {
 		return err
 	}
 	for _, obj := range []client.Object{
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: bootstrapBinding(id)}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: agentauth.BootstrapBinding(id)}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: agentauth.BootstrapServiceAccount(id), Namespace: agentauth.SystemNamespace}},
 	} {
 		if err := cl.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
@@ -147,12 +195,10 @@ func DeleteToken(ctx context.Context, host *rest.Config, id string) error {
 	return nil
 }
 
-func bootstrapBinding(id string) string { return "flotilla:bootstrap:" + id }
-
-// newID is six random lowercase letters and digits.
-func newID() (string, error) {
+// newNonce is agentauth.BootstrapNonceLength random lowercase letters and digits.
+func newNonce() (string, error) {
 	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, 6)
+	b := make([]byte, agentauth.BootstrapNonceLength)
 	if _, err := rand.Read(b); err != nil {
 		return "", err
 	}
@@ -179,7 +225,7 @@ func TokenID(token string) (string, error) {
 	if err := json.Unmarshal(payload, &claims); err != nil {
 		return "", fmt.Errorf("the token is not a bootstrap token from `kubectl flotilla token create`: %w", err)
 	}
-	id, ok := agentauth.BootstrapID(claims.Sub)
+	id, ok := agentauth.BootstrapUserID(claims.Sub)
 	if !ok || id == "" {
 		return "", fmt.Errorf("the token belongs to %q, not to a bootstrap token from `kubectl flotilla token create`", claims.Sub)
 	}

@@ -174,8 +174,8 @@ func (d *demo) join(ctx context.Context) error {
 // made in the host, the register command it prints run against the member, and the agent
 // started with the member credentials register gave it.
 func (d *demo) register(ctx context.Context, name, provider, region, zone string) error {
-	say(d.plugin("token", "create"), "Pull: a short-lived bootstrap token that may only register one Pull cluster")
-	out, err := exec.CommandContext(ctx, filepath.Join(d.bin, "kubectl-flotilla"), "token", "create", "--ttl", "10m", "--kubeconfig", d.kubeconfig("host")).CombinedOutput()
+	say(d.plugin("token", "create", name), "Pull: a short-lived bootstrap token that may only register the Pull cluster "+name+", once, with no labels or placement")
+	out, err := exec.CommandContext(ctx, filepath.Join(d.bin, "kubectl-flotilla"), "token", "create", name, "--ttl", "10m", "--kubeconfig", d.kubeconfig("host")).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("kubectl-flotilla token create: %w: %s", err, out)
 	}
@@ -188,18 +188,18 @@ func (d *demo) register(ctx context.Context, name, provider, region, zone string
 	if register == nil {
 		return fmt.Errorf("kubectl-flotilla token create printed no register command:\n%s", out)
 	}
-	register[0] = name
 	args := append([]string{"register"}, register...)
 	args = append(args, "--no-deployment", "--kubeconfig", d.kubeconfig(name))
-	for _, f := range []struct{ flag, v string }{{"--provider", provider}, {"--region", region}, {"--zone", zone}} {
-		if f.v != "" {
-			args = append(args, f.flag, f.v)
-		}
-	}
 	shown := append([]string{"register", name, "--host", "...", "--token", "...", "--ca-data", "...", "--no-deployment"}, "--kubeconfig", d.rel(d.kubeconfig(name)))
 	say("kubectl flotilla "+strings.Join(shown, " "), "in the member: the Cluster is created in the host with the token, which is exchanged for the agent's credential (its execution namespace and its own Cluster, nothing else)")
 	if err := d.sh(ctx, filepath.Join(d.bin, "kubectl-flotilla"), args...); err != nil {
 		return err
+	}
+	// Where it runs is the host administrator's to say, not the bootstrap token's.
+	spec := fmt.Sprintf(`{"spec":{"provider":%q,"region":%q,"zones":[%q]}}`, provider, region, zone)
+	say(fmt.Sprintf("kubectl patch cluster %s --type merge -p '%s'", name, spec), "in the host, as its administrator: where the Pull member runs")
+	if err := d.host.Patch(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType, []byte(spec))); err != nil {
+		return fmt.Errorf("set where %s runs: %w", name, err)
 	}
 	return d.startAgent(ctx, name)
 }

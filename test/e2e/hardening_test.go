@@ -309,3 +309,47 @@ var _ = Describe("Member caches", func() {
 		eventuallyAllApplied(ctx, ns, 1)
 	})
 })
+
+// Issue 33: a system namespace (here kube-*) labelled to opt in is refused, with a Warning on
+// the namespace; the host's controllers run its workloads, and nothing there is propagated.
+var _ = Describe("Opting in a kube-* namespace", func() {
+	It("is refused with a Warning: the host runs its workloads and nothing is propagated", func(ctx context.Context) {
+		const ns = "kube-e2e-optin"
+		Expect(env.Host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+			Labels: map[string]string{wellknown.PropagationLabel: wellknown.PropagationEnabled}}})).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(env.Host.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+		})
+		Eventually(func(g Gomega) {
+			var refused []string
+			for _, e := range framework.EventsFor(ctx, g, env.Host, metav1.NamespaceDefault, "Namespace", ns) {
+				if e.Type == corev1.EventTypeWarning {
+					refused = append(refused, e.Reason+": "+e.Note)
+				}
+			}
+			g.Expect(refused).To(ConsistOf(And(HavePrefix("OptInRefused: "), ContainSubstring("kube-*"))))
+		}).WithContext(ctx).Should(Succeed())
+
+		Expect(env.Host.Create(ctx, policyTo(ns, "all", false, "member1"))).To(Succeed())
+		Expect(env.Host.Create(ctx, configMap(ns, "cm", "v1"))).To(Succeed())
+		dep := deploymentTemplate(ns, "web", 1)
+		Expect(env.Host.Create(ctx, dep)).To(Succeed())
+		// The host's Deployment controller is not held off: it makes the ReplicaSet.
+		Eventually(func(g Gomega) {
+			rss := &appsv1.ReplicaSetList{}
+			g.Expect(env.Host.List(ctx, rss, client.InNamespace(ns))).To(Succeed())
+			g.Expect(rss.Items).To(HaveLen(1))
+		}).WithContext(ctx).Should(Succeed())
+		Expect(env.Host.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, client.DryRunAll)).To(Succeed())
+		Consistently(func(g Gomega) {
+			rbs := &workv1alpha2.ResourceBindingList{}
+			g.Expect(env.Host.List(ctx, rbs, client.InNamespace(ns))).To(Succeed())
+			g.Expect(rbs.Items).To(BeEmpty())
+			g.Expect(memberValue(ctx, "member1", ns, "cm")()).To(BeEmpty())
+			cur := &corev1.Namespace{}
+			g.Expect(env.Host.Get(ctx, types.NamespacedName{Name: ns}, cur)).To(Succeed())
+			g.Expect(cur.Labels).NotTo(HaveKey(wellknown.HeldLabel))
+		}).WithContext(ctx).WithTimeout(5 * time.Second).Should(Succeed())
+	})
+})

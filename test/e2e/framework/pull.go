@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -14,34 +15,50 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/agentauth"
 	"github.com/flotilla-io/flotilla/internal/register"
 )
 
-// Register registers a member in Pull mode as `kubectl flotilla token create` in the host
-// and `kubectl flotilla register --no-deployment` in the member do: the host gets no
-// credentials for the member. Run the agent with StartAgent.
+// Register registers a member in Pull mode as `kubectl flotilla token create NAME` in the
+// host and `kubectl flotilla register --no-deployment` in the member do: the host gets no
+// credentials for the member. Then, as the host's administrator, it sets where the member
+// runs (a bootstrap token may not). Run the agent with StartAgent.
 func (e *Env) Register(ctx context.Context, name string) (*register.Result, error) {
 	m := e.Fleet.Member(name)
 	if m == nil {
 		return nil, fmt.Errorf("no member %q in the fleet", name)
 	}
 	host := e.Fleet.Host.RESTConfig()
-	t, err := register.CreateToken(ctx, host, register.MinTokenTTL)
+	t, err := register.CreateToken(ctx, host, name, register.MinTokenTTL)
 	if err != nil {
 		return nil, err
 	}
-	o := register.Options{Name: name, Host: t.Server, Token: t.Token, CA: t.CA, Member: m.RESTConfig(), NoDeployment: true}
+	res, err := register.Register(ctx, register.Options{Name: name, Host: t.Server, Token: t.Token, CA: t.CA, Member: m.RESTConfig(), NoDeployment: true})
+	if err != nil {
+		return nil, err
+	}
 	for i, c := range e.Fleet.Members {
-		if c.Name == name {
-			mo := e.Fleet.MemberOptions[i]
-			o.Provider, o.Region, o.Zone = mo.Provider, mo.Region, mo.Zone
+		if mo := e.Fleet.MemberOptions[i]; c.Name == name && (mo.Provider != "" || mo.Region != "" || mo.Zone != "") {
+			spec := map[string]any{"provider": mo.Provider, "region": mo.Region}
+			if mo.Zone != "" {
+				spec["zones"] = []string{mo.Zone}
+			}
+			patch, err := json.Marshal(map[string]any{"spec": spec})
+			if err != nil {
+				return nil, err
+			}
+			if err := e.Host.Patch(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+				return nil, fmt.Errorf("set where Pull member %s runs: %w", name, err)
+			}
 		}
 	}
-	return register.Register(ctx, o)
+	return res, nil
 }
 
 // AgentKubeconfig writes, into dir, a kubeconfig of the member as the agent's ServiceAccount
