@@ -38,6 +38,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers"
 	"github.com/flotilla-io/flotilla/internal/eventnote"
 	"github.com/flotilla-io/flotilla/internal/hostclient"
+	"github.com/flotilla-io/flotilla/internal/hostguard"
 	"github.com/flotilla-io/flotilla/internal/hostmetrics"
 	"github.com/flotilla-io/flotilla/internal/memlimit"
 	"github.com/flotilla-io/flotilla/internal/shard"
@@ -201,6 +202,11 @@ func run(cfg *rest.Config, o options) error {
 		log.Info("Sharded manager", "shards", o.shards, "identity", id)
 	}
 	if _, err := controllers.Setup(ctx, mgr, o.controllers); err != nil {
+		return err
+	}
+	// The guard ships with kustomize and Helm; where it did not (an OLM bundle cannot carry
+	// admission policies), the manager creates it for its own ServiceAccount, once.
+	if err := mgr.Add(&hostguard.Ensurer{Client: mgr.GetClient()}); err != nil {
 		return err
 	}
 	switch {

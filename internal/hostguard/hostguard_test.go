@@ -35,3 +35,19 @@ func Manifest(t testing.TB) []byte {
 	}
 	return out.Bytes()
 }
+
+func TestServiceAccountOf(t *testing.T) {
+	for user, want := range map[string][2]string{
+		"system:serviceaccount:flotilla-system:flotilla-manager": {"flotilla-system", "flotilla-manager"},
+		"system:serviceaccount:ops:robot":                        {"ops", "robot"},
+		"admin":                                                  {},
+		"system:serviceaccount:ops":                              {},
+		"system:serviceaccount::robot":                           {},
+		"system:serviceaccount:ops:robot:extra":                  {},
+	} {
+		ns, name, ok := hostguard.ServiceAccountOf(user)
+		if got := [2]string{ns, name}; ok != (want != [2]string{}) || (ok && got != want) {
+			t.Errorf("ServiceAccountOf(%q) = %q, %q, %v; want %v", user, ns, name, ok, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -159,5 +160,29 @@ var _ = Describe("The manager's guard", Ordered, func() {
 
 	It("leaves every other identity alone", func(ctx SpecContext) {
 		Expect(patchLabel(ctx, env.Host, dns, "admin", "yes")).To(Succeed())
+	})
+
+	It("is created by the manager for its own ServiceAccount where no install path shipped it, and never for an admin", func(ctx SpecContext) {
+		policy, binding := hostguard.Policy(ns, sa)
+		Expect(env.Host.Delete(ctx, binding)).To(Succeed())
+		Expect(env.Host.Delete(ctx, policy)).To(Succeed())
+
+		By("a manager running as an admin creates nothing")
+		Expect((&hostguard.Ensurer{Client: env.Host}).Start(ctx)).To(Succeed())
+		Expect(apierrors.IsNotFound(env.Host.Get(ctx, client.ObjectKeyFromObject(policy), &admissionv1.ValidatingAdmissionPolicy{}))).To(BeTrue())
+
+		By("the manager as its ServiceAccount creates the guard for itself, which then denies it")
+		Expect((&hostguard.Ensurer{Client: manager}).Start(ctx)).To(Succeed())
+		got := &admissionv1.ValidatingAdmissionPolicy{}
+		Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(policy), got)).To(Succeed())
+		Expect(got.Spec.MatchConditions[0].Expression).To(ContainSubstring(hostguard.Username(ns, sa)))
+		Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(binding), &admissionv1.ValidatingAdmissionPolicyBinding{})).To(Succeed())
+		Eventually(func() error { return patchLabel(ctx, manager, dns, "again", "guard") }).WithContext(ctx).Should(Satisfy(apierrors.IsForbidden))
+
+		By("an existing guard is left as it is")
+		Expect((&hostguard.Ensurer{Client: manager}).Start(ctx)).To(Succeed())
+		again := &admissionv1.ValidatingAdmissionPolicy{}
+		Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(policy), again)).To(Succeed())
+		Expect(again.ResourceVersion).To(Equal(got.ResourceVersion))
 	})
 })
