@@ -117,7 +117,7 @@ var _ = Describe("Member clusters", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		groups, err := join.ServedGroups(ctx, kube(m1).Discovery())
 		Expect(err).NotTo(HaveOccurred())
-		Expect(role.Rules).To(Equal(join.MemberRules(groups, false)))
+		Expect(role.Rules).To(Equal(join.MemberRules(role.Name, groups, false)))
 		binding, err := kube(m1).RbacV1().ClusterRoleBindings().Get(ctx, wellknown.MemberAccessName(m1.Name), metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(binding.RoleRef.Name).To(Equal(role.Name))

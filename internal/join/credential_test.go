@@ -155,7 +155,23 @@ func TestMemberCredential(t *testing.T) {
 		policy, _ := MemberGuard(wellknown.MemberAccessName("member1"), nil, false)
 		expectForbidden(t, "deleting its own guard", cred.Delete(ctx, policy), "")
 		_, role, _ := MemberAccessObjects(wellknown.MemberAccessName("member1"), nil, nil, false)
-		expectForbidden(t, "deleting its own ClusterRole", cred.Delete(ctx, role), "Flotilla did not propagate")
+		expectForbidden(t, "deleting its own ClusterRole", cred.Delete(ctx, role), "nor delete it")
+		e.must(t, cred.Get(ctx, client.ObjectKeyFromObject(role), role))
+		for what, rule := range map[string]rbacv1.PolicyRule{
+			"the core group":   {APIGroups: []string{""}, Resources: []string{"*"}, Verbs: []string{"create"}},
+			"every group":      {APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get"}},
+			"RBAC":             {APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"escalate"}},
+			"admission":        {APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"delete"}},
+			"impersonate":      {APIGroups: []string{"example.com"}, Resources: []string{"*"}, Verbs: []string{"impersonate"}},
+			"non-resource URL": {NonResourceURLs: []string{"/*"}, Verbs: []string{"get"}},
+		} {
+			widened := role.DeepCopy()
+			widened.Rules = append(widened.Rules, rule)
+			expectForbidden(t, "adding "+what+" to its own ClusterRole", cred.Update(ctx, widened), "may not change its own ClusterRole")
+		}
+		aggregating := role.DeepCopy()
+		aggregating.AggregationRule = &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"a": "b"}}}}
+		expectForbidden(t, "an aggregationRule on its own ClusterRole", cred.Update(ctx, aggregating), "may not change its own ClusterRole")
 		expectForbidden(t, "a ClusterRoleBinding", cred.Create(ctx, clusterRoleBinding("team-view", "view")), "")
 		aggregated := clusterRole("aggregated", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}})
 		aggregated.Labels = map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}
@@ -216,7 +232,7 @@ func TestMemberCredential(t *testing.T) {
 		}
 	})
 
-	t.Run("an API group served after the join is covered by joining again", func(t *testing.T) {
+	t.Run("an API group served after the join is added by the credential itself, or by joining again", func(t *testing.T) {
 		e.createCRD(ctx, t, "late.example.com", "Gadget")
 		gadget := custom("late.example.com", "Gadget", "shop", "g1")
 		err := cred.Create(ctx, gadget.DeepCopy())
@@ -225,9 +241,29 @@ func TestMemberCredential(t *testing.T) {
 		if want := "run `kubectl flotilla join member1 --cluster-kubeconfig FILE`"; !strings.Contains(msg, want) {
 			t.Errorf("the Work would say %q, not %q", msg, want)
 		}
+		for _, group := range []string{"", "rbac.authorization.k8s.io", "admissionregistration.k8s.io"} {
+			if granted, added, err := GrantGroup(ctx, cred, wellknown.MemberAccessName("member1"), group); granted || added || err != nil {
+				t.Errorf("GrantGroup(%q) = %v, %v, %v; want nothing done", group, granted, added, err)
+			}
+		}
+		if !RefusedByRBAC(err) {
+			t.Errorf("RefusedByRBAC(%v) = false", err)
+		}
+		granted, added, err := GrantGroup(ctx, cred, wellknown.MemberAccessName("member1"), "late.example.com")
+		if err != nil || !granted || !added {
+			t.Fatalf("GrantGroup with the credential's own client = %v, %v, %v", granted, added, err)
+		}
+		if granted, added, err := GrantGroup(ctx, cred, wellknown.MemberAccessName("member1"), "late.example.com"); !granted || added || err != nil {
+			t.Errorf("GrantGroup again = %v, %v, %v; want granted, nothing added", granted, added, err)
+		}
+		eventuallyOK(t, "a Gadget once the credential added its group", func() error { return cred.Create(ctx, gadget.DeepCopy()) })
+
+		e.createCRD(ctx, t, "later.example.com", "Gizmo")
+		gizmo := custom("later.example.com", "Gizmo", "shop", "z1")
+		expectForbidden(t, "a kind of another group served since", cred.Create(ctx, gizmo.DeepCopy()), "")
 		e.join(ctx, t, false)
 		cred = e.credential(ctx, t)
-		if err := cred.Create(ctx, gadget.DeepCopy()); err != nil {
+		if err := cred.Create(ctx, gizmo.DeepCopy()); err != nil {
 			t.Errorf("after joining again: %v", err)
 		}
 	})
@@ -372,6 +408,19 @@ func eventually(t *testing.T, what string, do func() error, say string) {
 		}
 	}
 	t.Errorf("%s: got %v, want Forbidden saying %q", what, err, say)
+}
+
+// eventuallyOK retries do until it succeeds: the member's RBAC sees a changed role a moment
+// after the change.
+func eventuallyOK(t *testing.T, what string, do func() error) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if err = do(); err == nil {
+			return
+		}
+	}
+	t.Errorf("%s: %v", what, err)
 }
 
 // expectDenied asks the member whether the credential may do attrs, and fails if it may.

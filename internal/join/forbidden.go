@@ -3,11 +3,14 @@ package join
 import (
 	"cmp"
 	"fmt"
-	"slices"
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/internal/agentauth"
 )
 
 // Member is how a member credential was made, for saying how to change its rights.
@@ -19,6 +22,21 @@ type Member struct {
 	// AllowRBACEscalation is the opt-in the Cluster records
 	// (wellknown.AllowRBACEscalationAnnotation).
 	AllowRBACEscalation bool
+}
+
+// Access is the name of the credential's ServiceAccount, ClusterRole and ClusterRoleBinding
+// in the member: flotilla-<cluster> for Push (join), flotilla-agent for Pull (register).
+func (m Member) Access() string {
+	if m.Pull {
+		return agentauth.AgentServiceAccount
+	}
+	return wellknown.MemberAccessName(m.Cluster)
+}
+
+// RefusedByRBAC says whether err is the member's RBAC refusing a request (not its
+// admission): "User ... cannot <verb> resource ... in API group ...".
+func RefusedByRBAC(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), " cannot ") && strings.Contains(err.Error(), " in API group ")
 }
 
 // rbacEscalationRefused is how the member's RBAC says that an object would grant rights the
@@ -47,11 +65,11 @@ func ExplainForbidden(m Member, gvk schema.GroupVersionKind, err error) string {
 		what, command := m.again(true)
 		return fmt.Sprintf("%s's credential may not write ClusterRoleBindings, which grant their rights in the system namespaces too, "+
 			"where it holds none; %s to propagate this ClusterRoleBinding (%s): %s", m.Cluster, what, command, msg)
-	case gvk.Group != "" && !rbacGroup && !slices.Contains(readOnlyGroups, gvk.Group):
+	case Grantable(gvk.Group):
 		what, command := m.again(m.AllowRBACEscalation)
-		return fmt.Sprintf("%s's credential has no rights on the API group %s: its rights cover the groups the member served when it "+
-			"was joined, and this one came since (a CRD propagated later); %s to give it the member's current groups (%s): %s",
-			m.Cluster, gvk.Group, what, command, msg)
+		return fmt.Sprintf("%s's credential has no rights on the API group %s, which the member did not serve when it was joined, "+
+			"and could not add them to its ClusterRole %s; %s to give it the member's current groups (%s): %s",
+			m.Cluster, gvk.Group, m.Access(), what, command, msg)
 	}
 	return fmt.Sprintf("%s's credential may not do this: Flotilla's least rights in a member leave it out by design "+
 		"(see docs/member-rights.md); only a member joined with --cluster-admin allows it: %s", m.Cluster, msg)

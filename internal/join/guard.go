@@ -2,9 +2,11 @@ package join
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -35,6 +37,10 @@ func GuardName(access string) string { return access + "-guard" }
 //     propagate (not labelled karmada.io/managed): changing a role bound elsewhere grants
 //     its new rules to its subjects.
 //
+// And, whatever the opt-in, of the credential's own ClusterRole (on which it holds escalate:
+// see MemberRules) it lets it only add rules of GroupRule's shape for Grantable groups, never
+// an aggregationRule, and never delete it.
+//
 // Admission policies do not apply to admission policy objects, and the credential may not
 // write admissionregistration.k8s.io (MemberRules), so it cannot remove its own guard.
 // Impersonation is refused by RBAC (no impersonate verb) before admission sees a request.
@@ -46,12 +52,8 @@ func MemberGuard(access string, labels map[string]string, allowRBACEscalation bo
 		return admissionv1.Validation{Expression: expr, Message: fmt.Sprintf("Flotilla's member credential %s may not %s", access, what),
 			Reason: ptr.To(metav1.StatusReasonForbidden)}
 	}
-	quoted := make([]string, len(SystemNamespaces))
-	for i, ns := range SystemNamespaces {
-		quoted[i] = fmt.Sprintf("%q", ns)
-	}
 	validations := []admissionv1.Validation{
-		deny(fmt.Sprintf("!(has(request.namespace) && request.namespace in [%s])", strings.Join(quoted, ", ")),
+		deny(fmt.Sprintf("!(has(request.namespace) && request.namespace in %s)", celList(SystemNamespaces)),
 			fmt.Sprintf("write in the namespaces %s (nor write those namespaces)", strings.Join(SystemNamespaces, ", "))),
 		deny("request.operation != 'CONNECT'", "exec, attach, port-forward or proxy into pods, nodes or services"),
 		deny("!(request.resource.group == '' && has(request.subResource) && "+
@@ -62,8 +64,21 @@ func MemberGuard(access string, labels map[string]string, allowRBACEscalation bo
 			"has(object.type) && object.type == 'kubernetes.io/service-account-token')",
 			"write Secrets of type kubernetes.io/service-account-token (the token controller would fill them with a ServiceAccount's token)"),
 	}
+	// Its own ClusterRole: every rule it had, or one granting a group as GroupRule does.
+	notGrantable := slices.Concat([]string{"", rbacv1.APIGroupAll, rbacv1.GroupName}, readOnlyGroups)
+	ownRole := fmt.Sprintf("request.resource.group == 'rbac.authorization.k8s.io' && request.resource.resource == 'clusterroles' && "+
+		"has(request.name) && request.name == %q", access)
+	groupRule := fmt.Sprintf("has(r.apiGroups) && size(r.apiGroups) > 0 && r.apiGroups.all(g, !(g in %s)) && "+
+		"has(r.resources) && r.resources == ['*'] && has(r.verbs) && r.verbs.all(v, v in %s) && "+
+		"(!has(r.resourceNames) || size(r.resourceNames) == 0) && (!has(r.nonResourceURLs) || size(r.nonResourceURLs) == 0)",
+		celList(notGrantable), celList(allVerbs))
+	validations = append(validations, deny(
+		fmt.Sprintf("!(%s) || (request.operation == 'UPDATE' && !has(object.aggregationRule) && object.rules.all(r, r in oldObject.rules || (%s)))", ownRole, groupRule),
+		"change its own ClusterRole but to add every resource of an API group other than the core group, RBAC, admission, API aggregation, "+
+			"certificates, the review APIs and API priority; nor delete it"))
 	if !allowRBACEscalation {
-		clusterRBAC := "request.resource.group == 'rbac.authorization.k8s.io' && request.resource.resource in ['clusterroles', 'clusterrolebindings']"
+		clusterRBAC := fmt.Sprintf("request.resource.group == 'rbac.authorization.k8s.io' && request.resource.resource in ['clusterroles', 'clusterrolebindings'] && "+
+			"!(has(request.name) && request.name == %q && request.resource.resource == 'clusterroles')", access)
 		hint := fmt.Sprintf("; join (or register) the member with %s to allow it", AllowRBACEscalationFlag)
 		validations = append(validations,
 			deny("!(request.resource.group == 'rbac.authorization.k8s.io' && request.resource.resource == 'clusterroles' && request.operation != 'DELETE' && "+
@@ -99,4 +114,13 @@ func MemberGuard(access string, labels map[string]string, allowRBACEscalation bo
 		},
 	}
 	return policy, binding
+}
+
+// celList is a CEL list of strings.
+func celList(items []string) string {
+	quoted := make([]string, len(items))
+	for i, s := range items {
+		quoted[i] = fmt.Sprintf("%q", s)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
 }

@@ -108,12 +108,13 @@ func TestExplain(t *testing.T) {
 
 func TestMemberRulesAreLeast(t *testing.T) {
 	for _, escalation := range []bool{false, true} {
-		for _, r := range MemberRules(KubernetesGroups, escalation) {
+		for _, r := range MemberRules("flotilla-member1", KubernetesGroups, escalation) {
 			for _, v := range r.Verbs {
 				if slices.Contains([]string{"impersonate", "deletecollection", "approve", "sign", rbacv1.VerbAll}, v) {
 					t.Errorf("rule %+v grants %q", r, v)
 				}
-				if !escalation && slices.Contains([]string{"escalate", "bind"}, v) {
+				ownRole := slices.Equal(r.ResourceNames, []string{"flotilla-member1"}) && slices.Equal(r.Resources, []string{"clusterroles"})
+				if !escalation && (v == "bind" || v == "escalate" && !ownRole) {
 					t.Errorf("rule %+v grants %q without the opt-in", r, v)
 				}
 			}
@@ -128,10 +129,10 @@ func TestMemberRulesAreLeast(t *testing.T) {
 }
 
 // allows says whether rules grant verb on group/resource (resource "pods/exec" for a
-// subresource), as RBAC matches them.
-func allows(rules []rbacv1.PolicyRule, verb, group, resource string) bool {
+// subresource), as RBAC matches them, for an object named name ("" for a list or create).
+func allows(rules []rbacv1.PolicyRule, verb, group, resource, name string) bool {
 	for _, r := range rules {
-		if len(r.NonResourceURLs) > 0 {
+		if len(r.NonResourceURLs) > 0 || len(r.ResourceNames) > 0 && !slices.Contains(r.ResourceNames, name) {
 			continue
 		}
 		matches := func(list []string, v string) bool { return slices.Contains(list, v) || slices.Contains(list, "*") }
@@ -149,8 +150,8 @@ func allows(rules []rbacv1.PolicyRule, verb, group, resource string) bool {
 func TestMemberRules(t *testing.T) {
 	served := append(slices.Clone(KubernetesGroups), "example.com")
 	tests := []struct {
-		verb, group, resource string
-		want, wantEscalation  bool
+		verb, group, resource, name string
+		want, wantEscalation        bool
 	}{
 		// What a member credential must never do.
 		{verb: "create", resource: "serviceaccounts/token"},
@@ -184,6 +185,9 @@ func TestMemberRules(t *testing.T) {
 		{verb: "create", group: "other.example.org", resource: "gadgets"}, // not served when joined
 		// RBAC: what grants more than the credential holds needs the opt-in.
 		{verb: "escalate", group: "rbac.authorization.k8s.io", resource: "clusterroles", wantEscalation: true},
+		{verb: "escalate", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "cluster-admin", wantEscalation: true},
+		// Its own rules, which the guard lets it add groups to.
+		{verb: "escalate", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "flotilla-member1", want: true, wantEscalation: true},
 		{verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", wantEscalation: true},
 		{verb: "bind", group: "rbac.authorization.k8s.io", resource: "roles", wantEscalation: true},
 		{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", wantEscalation: true},
@@ -209,20 +213,20 @@ func TestMemberRules(t *testing.T) {
 		{verb: "list", group: "admissionregistration.k8s.io", resource: "validatingadmissionpolicies", want: true, wantEscalation: true},
 	}
 	for _, escalation := range []bool{false, true} {
-		rules := MemberRules(served, escalation)
+		rules := MemberRules("flotilla-member1", served, escalation)
 		for _, tt := range tests {
 			want := tt.want
 			if escalation {
 				want = tt.wantEscalation
 			}
-			if got := allows(rules, tt.verb, tt.group, tt.resource); got != want {
-				t.Errorf("escalation %v: %s %s %q = %v, want %v", escalation, tt.verb, tt.resource, tt.group, got, want)
+			if got := allows(rules, tt.verb, tt.group, tt.resource, tt.name); got != want {
+				t.Errorf("escalation %v: %s %s %q %s = %v, want %v", escalation, tt.verb, tt.resource, tt.group, tt.name, got, want)
 			}
 		}
 	}
 	// Groups come sorted and once each, whatever discovery answered.
-	a := MemberRules([]string{"b.io", "", "a.io", "b.io"}, false)
-	b := MemberRules([]string{"a.io", "b.io"}, false)
+	a := MemberRules("r", []string{"b.io", "", "a.io", "b.io"}, false)
+	b := MemberRules("r", []string{"a.io", "b.io"}, false)
 	if diff := cmp.Diff(a, b); diff != "" {
 		t.Errorf("rules depend on the order of the groups (-unsorted +sorted):\n%s", diff)
 	}
@@ -289,7 +293,7 @@ func TestMemberGuard(t *testing.T) {
 				rbacRules++
 			}
 		}
-		if want := map[bool]int{false: 2, true: 0}[escalation]; rbacRules != want {
+		if want := map[bool]int{false: 3, true: 1}[escalation]; rbacRules != want {
 			t.Errorf("escalation %v: %d RBAC validations, want %d", escalation, rbacRules, want)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
@@ -107,20 +109,24 @@ var KubernetesGroups = []string{
 //     deleted only: a ClusterRoleBinding grants its rights in the system namespaces too,
 //     which the credential does not hold (its guard refuses them). With allowRBACEscalation:
 //     escalate and bind on Roles and ClusterRoles, and ClusterRoleBindings written;
+//   - escalate on role, the ClusterRole of these rules, and on nothing else: the credential may
+//     add to its own rules a group served since they were made (GrantGroup), and the guard
+//     lets it add only rules of GroupRule's shape for a Grantable group;
 //   - the health and version endpoints, and discovery.
 //
 // Never granted: impersonate, deletecollection, approve, sign, and the core subresources
 // listed above. The guard (MemberGuard) adds what RBAC cannot say: no writes in the system
-// namespaces. API groups served after the rules were made are not covered: join (or
-// register --refresh-rights) again makes the rules from the member's groups of the moment.
-func MemberRules(groups []string, allowRBACEscalation bool) []rbacv1.PolicyRule {
+// namespaces. API groups served after the rules were made are added by the execution
+// controller when the member refuses a Work of one (GrantGroup); join (or register
+// --refresh-rights) again also makes the rules from the member's groups of the moment.
+func MemberRules(role string, groups []string, allowRBACEscalation bool) []rbacv1.PolicyRule {
 	var readable, writable []string
 	for _, g := range sortedGroups(append(slices.Clone(groups), flotillaGroups...)) {
 		if g == rbacv1.GroupName {
 			continue
 		}
 		readable = append(readable, g)
-		if !slices.Contains(readOnlyGroups, g) {
+		if Grantable(g) {
 			writable = append(writable, g)
 		}
 	}
@@ -145,10 +151,58 @@ func MemberRules(groups []string, allowRBACEscalation bool) []rbacv1.PolicyRule 
 			rbacv1.PolicyRule{APIGroups: rbac, Resources: []string{"roles", "rolebindings", "clusterroles"}, Verbs: allVerbs},
 			rbacv1.PolicyRule{APIGroups: rbac, Resources: []string{"clusterrolebindings"}, Verbs: append(slices.Clone(readVerbs), "delete")})
 	}
+	rules = append(rules, rbacv1.PolicyRule{APIGroups: rbac, Resources: []string{"clusterroles"}, ResourceNames: []string{role}, Verbs: []string{"escalate"}})
 	return append(rules, rbacv1.PolicyRule{
 		NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/api", "/api/*", "/apis", "/apis/*"},
 		Verbs:           []string{"get"},
 	})
+}
+
+// Grantable says whether the credential may read and write every resource of group, as
+// MemberRules grants the groups the member serves: a non-core group other than RBAC and
+// readOnlyGroups.
+func Grantable(group string) bool {
+	return group != "" && group != rbacv1.APIGroupAll && group != rbacv1.GroupName && !slices.Contains(readOnlyGroups, group)
+}
+
+// GroupRule is the rule GrantGroup adds for a group served after the credential's rules were
+// made: every resource of it read and written, as MemberRules grants the groups it knows.
+func GroupRule(group string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{rbacv1.ResourceAll}, Verbs: allVerbs}
+}
+
+// GrantGroup adds GroupRule(group) to the credential's own ClusterRole role, with the
+// credential's own client cl (MemberRules gives it escalate on that role alone, and the guard
+// lets it add only such rules), unless a rule already grants writes of the group. granted
+// says whether the role grants the group now, added whether this call added it: the member's
+// RBAC allows the group a moment later.
+func GrantGroup(ctx context.Context, cl client.Client, role, group string) (granted, added bool, err error) {
+	if !Grantable(group) {
+		return false, false, nil
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		granted, added = false, false
+		cr := &rbacv1.ClusterRole{}
+		if err := cl.Get(ctx, client.ObjectKey{Name: role}, cr); err != nil {
+			return err
+		}
+		for _, r := range cr.Rules {
+			if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, rbacv1.ResourceAll) && slices.Contains(r.Verbs, "create") {
+				granted = true
+				return nil
+			}
+		}
+		cr.Rules = append(cr.Rules, GroupRule(group))
+		if err := cl.Update(ctx, cr); err != nil {
+			return err
+		}
+		granted, added = true, true
+		return nil
+	})
+	if err != nil {
+		return false, false, err
+	}
+	return granted, added, nil
 }
 
 // sortedGroups returns the non-core groups sorted, once each.
@@ -178,7 +232,7 @@ func MemberAccessObjects(access string, labels map[string]string, groups []strin
 	sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 		ObjectMeta: metav1.ObjectMeta{Name: access, Namespace: wellknown.SystemNamespace, Labels: labels}}
 	cr := &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{Name: access, Labels: labels}, Rules: MemberRules(groups, allowRBACEscalation)}
+		ObjectMeta: metav1.ObjectMeta{Name: access, Labels: labels}, Rules: MemberRules(access, groups, allowRBACEscalation)}
 	if allowRBACEscalation {
 		cr.Annotations = map[string]string{wellknown.AllowRBACEscalationAnnotation: "true"}
 	}
