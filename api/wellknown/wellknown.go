@@ -41,6 +41,13 @@ func MemberAccessName(cluster string) string { return "flotilla-" + cluster }
 // of the Cluster it was created for.
 const JoinedClusterLabel = "flotilla.io/cluster"
 
+// AllowRBACEscalationAnnotation ("true") on a Cluster records that it was joined (or
+// registered) with --allow-rbac-escalation: its member credential holds escalate and bind on
+// Roles and ClusterRoles and may write ClusterRoleBindings, so RBAC objects granting rights it
+// does not hold itself can be propagated there. Join and register set it, and remove it when
+// run again without the flag; the same annotation marks the member's ClusterRole.
+const AllowRBACEscalationAnnotation = "flotilla.io/allow-rbac-escalation"
+
 // Namespace opt-in.
 const (
 	// PropagationLabel opts a namespace in: objects created in a namespace labelled

@@ -1,7 +1,7 @@
 // Command kubectl-flotilla is a kubectl plugin for Flotilla's member clusters and the
 // templates propagated to them:
 //
-//	kubectl flotilla join NAME --cluster-kubeconfig FILE [--cluster-context CTX] [--provider P --region R --zone Z] [--cluster-admin]
+//	kubectl flotilla join NAME --cluster-kubeconfig FILE [--cluster-context CTX] [--provider P --region R --zone Z] [--allow-rbac-escalation | --cluster-admin]
 //	kubectl flotilla unjoin NAME [--cluster-kubeconfig FILE]
 //	kubectl flotilla get clusters [NAME...] [-o wide|json|yaml]
 //	kubectl flotilla get KIND [NAME] [-n NS | -A] [-l SELECTOR] [--clusters a,b] [--member-timeout 5s] [-o wide|json|yaml]
@@ -15,7 +15,8 @@
 //	kubectl flotilla taint CLUSTER KEY[=VALUE]:EFFECT... [KEY[:EFFECT]-]... [--overwrite]
 //	kubectl flotilla rebalance KIND/NAME... [-n NS] [--wait] [--ttl SECONDS]
 //	kubectl flotilla token create NAME [--ttl 1h] | token delete ID
-//	kubectl flotilla register NAME --host URL --token TOKEN [--ca-data BASE64] [--no-deployment]   (kubeconfig: the member's)
+//	kubectl flotilla register NAME --host URL --token TOKEN [--ca-data BASE64] [--no-deployment] [--allow-rbac-escalation]   (kubeconfig: the member's)
+//	kubectl flotilla register NAME --refresh-rights [--allow-rbac-escalation]                                              (kubeconfig: the member's)
 //	kubectl flotilla unregister NAME [--host-kubeconfig FILE]                                     (kubeconfig: the member's)
 //	kubectl flotilla completion bash|zsh|fish|powershell
 //

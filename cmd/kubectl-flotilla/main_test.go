@@ -56,6 +56,8 @@ func TestArgumentErrors(t *testing.T) {
 		{[]string{"events", "-A", "-n", "shop"}, "-A and -n cannot be used together"},
 		{[]string{"dashboard", "--port", "70000"}, "invalid --port 70000"},
 		{[]string{"dashboard", "extra"}, `unknown command "extra"`},
+		{[]string{"join", "m1", "--cluster-kubeconfig", "m1.kubeconfig", "--cluster-admin", "--allow-rbac-escalation"}, "[cluster-admin allow-rbac-escalation] are set none of the others can be"},
+		{[]string{"register", "edge"}, "register needs --host and --token"},
 	} {
 		_, err := run(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -84,12 +84,13 @@ its Works and its workloads as they are.`,
 
 func newRegisterCommand(member *hostFlags) *cobra.Command {
 	var (
-		o      register.Options
-		caData string
-		caFile string
+		o       register.Options
+		caData  string
+		caFile  string
+		refresh bool
 	)
 	cmd := &cobra.Command{
-		Use:   "register NAME --host URL --token TOKEN [--ca-data BASE64]",
+		Use:   "register NAME (--host URL --token TOKEN [--ca-data BASE64] | --refresh-rights)",
 		Short: "Register the member cluster of --kubeconfig with the host in Pull mode and install its agent; run again to give its agent a new credential",
 		Long: `Register a member cluster in Pull mode: run it with a kubeconfig of the member (--kubeconfig),
 with the command ` + "`kubectl flotilla token create NAME`" + ` printed in the host.
@@ -105,14 +106,31 @@ administrator sets them once the cluster is registered.
 
 When the Cluster NAME exists (its agent was offline past its credential's expiry and the host
 rejects it), run it again with a new token from ` + "`kubectl flotilla token create NAME`" + `: it gives the
-agent a new credential, and the Cluster, its Works and its workloads stay as they are.`,
+agent a new credential, and the Cluster, its Works and its workloads stay as they are.
+
+The agent's rights in the member are made from the API groups the member serves now, with the
+admission policy flotilla-agent-guard (see kubectl flotilla join --help for what they allow).
+The agent adds a group served later to its own ClusterRole when a Work needs it.
+--refresh-rights makes the rights anew, without the host: to change --allow-rbac-escalation
+(which lets the agent propagate RBAC objects granting rights it does not hold), or when the
+agent could not add a group itself.`,
 		Example: `  kubectl flotilla register edge-1 --host https://host.example.com:6443 --token eyJ... --ca-data LS0t...`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
+			if !refresh && (o.Host == "" || o.Token == "") {
+				return fmt.Errorf("register needs --host and --token (from `kubectl flotilla token create` in the host), or --refresh-rights")
+			}
 			var err error
 			if o.Member, err = member.config(); err != nil {
 				return err
+			}
+			if refresh {
+				if err := register.RefreshAccess(cmd.Context(), o.Member, o.Name, o.AllowRBACEscalation); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "The rights of the agent of %s are made anew from the member's API groups.\n", o.Name)
+				return nil
 			}
 			switch {
 			case caData != "":
@@ -145,16 +163,17 @@ agent a new credential, and the Cluster, its Works and its workloads stay as the
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Host, "host", "", "URL of the host apiserver (required)")
-	f.StringVar(&o.Token, "token", "", "Bootstrap token from `kubectl flotilla token create` (required)")
+	f.StringVar(&o.Host, "host", "", "URL of the host apiserver (required unless --refresh-rights)")
+	f.StringVar(&o.Token, "token", "", "Bootstrap token from `kubectl flotilla token create` (required unless --refresh-rights)")
 	f.StringVar(&caData, "ca-data", "", "Base64 CA bundle of the host apiserver")
 	f.StringVar(&caFile, "ca-file", "", "File with the CA bundle of the host apiserver")
 	f.StringVar(&o.Image, "image", "", "Image of the agent (default "+register.DefaultImage+"; when re-registering, the Deployment's image is kept unless set)")
 	f.BoolVar(&o.NoDeployment, "no-deployment", false, "Do not install the agent's Deployment: run the agent yourself")
 	f.DurationVar(&o.TokenExpiration, "token-expiration", agent.DefaultTokenExpiration, "Lifetime of the agent's first credential")
 	f.DurationVar(&o.Timeout, "timeout", register.DefaultTimeout, "How long to wait for the host")
-	_ = cmd.MarkFlagRequired("host")
-	_ = cmd.MarkFlagRequired("token")
+	f.BoolVar(&o.AllowRBACEscalation, "allow-rbac-escalation", false,
+		"Let the agent propagate RBAC objects granting rights it does not hold (escalate and bind on Roles and ClusterRoles, ClusterRoleBinding writes)")
+	f.BoolVar(&refresh, "refresh-rights", false, "Only make the agent's rights in the member anew (API groups served since, --allow-rbac-escalation); needs no host")
 	return cmd
 }
 

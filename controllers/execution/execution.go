@@ -37,6 +37,7 @@ import (
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/bindings"
+	"github.com/flotilla-io/flotilla/internal/join"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/memberobject"
 	"github.com/flotilla-io/flotilla/internal/memberqueue"
@@ -66,6 +67,16 @@ const (
 	requestFailedRetry = 5 * time.Second
 	// notConnectedRetry is when a Work whose member has no connection yet is looked at again.
 	notConnectedRetry = 5 * time.Second
+	// forbiddenRetry is when a Work the member refused to the credential is tried again: a
+	// rejoin with other rights reconnects the member and brings it back at once, but the
+	// rights of a Pull agent's identity change in the member without any event.
+	forbiddenRetry = time.Minute
+	// grantedRetry is when a Work is tried again after the credential added its kind's API
+	// group to its rights: the member's RBAC sees the change within moments.
+	grantedRetry = 500 * time.Millisecond
+	// grantSettle is how long after adding an API group to the credential's rights a refusal
+	// of that group is taken for the member's RBAC not showing the change yet.
+	grantSettle = 10 * time.Second
 )
 
 // Reconciler applies Works. Its Reconcile only routes: the member I/O of each Work runs on
@@ -106,6 +117,9 @@ type Reconciler struct {
 	namespaces sync.Map // cluster → *knownNamespaces
 	// waiting are the Works waiting for their member to serve a kind.
 	waiting kindWaits
+	// grantedGroups remembers when this reconciler added an API group to a member
+	// credential's rights ("cluster/group").
+	grantedGroups memo.Map[string, time.Time]
 	// established remembers, per Work of a CRD, the UID of the member CRD last seen
 	// Established, so that KindServed is told once.
 	established memo.Map[types.UID, types.UID]
@@ -244,6 +258,19 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 			if isMemberDown(err) {
 				log.V(1).Info("Member did not answer; retrying", "error", err.Error())
 				return ctrl.Result{RequeueAfter: requestFailedRetry}, r.setApplied(ctx, work, metav1.ConditionUnknown, wellknown.ReasonClusterUnreachable, err.Error())
+			}
+			if apierrors.IsForbidden(err) {
+				// The member refused the credential. A group it did not serve when the
+				// credential's rules were made (a CRD propagated since) the credential adds to
+				// its own ClusterRole, and the Work is tried again as soon as the member's RBAC
+				// has it. Otherwise only new rights help (join again, the agent's register
+				// --refresh-rights), which no event here announces.
+				who := r.memberOf(ctx, cluster)
+				if r.grantGroup(ctx, cluster, m, who, obj.GroupVersionKind().Group, err) {
+					return ctrl.Result{RequeueAfter: grantedRetry}, nil
+				}
+				msg := join.ExplainForbidden(who, obj.GroupVersionKind(), err)
+				return ctrl.Result{RequeueAfter: forbiddenRetry}, r.setApplied(ctx, work, metav1.ConditionFalse, wellknown.ReasonAppliedFailed, msg)
 			}
 			if serr := r.setApplied(ctx, work, metav1.ConditionFalse, wellknown.ReasonAppliedFailed, err.Error()); serr != nil {
 				log.Error(serr, "Cannot record the failed apply")
@@ -675,6 +702,41 @@ func (r *Reconciler) current(ctx context.Context, m *member.Member, obj *unstruc
 		return nil, nil // someone else's now
 	}
 	return cur, nil
+}
+
+// grantGroup adds group to the rights of the member credential when the member's RBAC refused
+// a request of it (refused) because the group came after the credential's rules were made,
+// and says whether to try again soon: it added the group, or another Work did a moment ago
+// and the member's RBAC may not show it yet.
+func (r *Reconciler) grantGroup(ctx context.Context, cluster string, m *member.Member, who join.Member, group string, refused error) bool {
+	if !join.RefusedByRBAC(refused) || !join.Grantable(group) {
+		return false
+	}
+	key := cluster + "/" + group
+	granted, added, err := join.GrantGroup(ctx, m.Client, who.Access(), group)
+	switch {
+	case err != nil:
+		ctrl.LoggerFrom(ctx).V(1).Info("Cannot add an API group to the member credential's rights", "group", group, "error", err.Error())
+		return false
+	case added:
+		r.grantedGroups.Store(key, time.Now())
+		ctrl.LoggerFrom(ctx).Info("Added an API group the member serves since the join to the member credential's rights", "group", group)
+		return true
+	case granted:
+		at, ok := r.grantedGroups.Load(key)
+		return ok && time.Since(at) < grantSettle
+	}
+	return false
+}
+
+// memberOf describes the member credential of cluster for join.ExplainForbidden.
+func (r *Reconciler) memberOf(ctx context.Context, cluster string) join.Member {
+	m := join.Member{Cluster: cluster, Pull: r.Agent != ""}
+	if c, err := r.cluster(ctx, cluster); err == nil && c != nil {
+		m.Pull = m.Pull || c.Spec.SyncMode == clusterv1alpha1.Pull
+		m.AllowRBACEscalation = c.Annotations[wellknown.AllowRBACEscalationAnnotation] == "true"
+	}
+	return m
 }
 
 // cluster returns the Cluster, or nil when it is gone.

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -421,6 +422,26 @@ var _ = Describe("A member that cannot list a kind", func() {
 			c := env.ExpectApplied(ctx, s, metav1.ConditionFalse, wellknown.ReasonAppliedFailed)
 			Expect(c.Message).To(ContainSubstring("conversion webhook"))
 		}
+	})
+})
+
+var _ = Describe("Works the member refuses to the credential", func() {
+	It("say which right is missing and how to give it (Applied=False)", func(ctx SpecContext) {
+		role := &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			ObjectMeta: metav1.ObjectMeta{Name: "exec-debugger"},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}}}}
+		w := createWork(ctx, "member1", role)
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Host.Delete(ctx, w))).To(Succeed()) })
+		c := env.ExpectApplied(ctx, w, metav1.ConditionFalse, wellknown.ReasonAppliedFailed)
+		Expect(c.Message).To(And(
+			ContainSubstring("member1's credential may not grant rights it does not hold; join it with --allow-rbac-escalation to propagate this ClusterRole"),
+			ContainSubstring("pods/exec")))
+		Expect(memberGone(ctx, "member1", role)()).To(BeTrue())
+
+		cm := createWork(ctx, "member1", fleettest.ConfigMap(metav1.NamespaceSystem, "exec-takeover", map[string]string{"k": "v"}))
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Host.Delete(ctx, cm))).To(Succeed()) })
+		c = env.ExpectApplied(ctx, cm, metav1.ConditionFalse, wellknown.ReasonAppliedFailed)
+		Expect(c.Message).To(ContainSubstring("may not write in the namespaces kube-system"))
 	})
 })
 

@@ -179,9 +179,11 @@ func (r *Reconciler) apply(ctx context.Context, mem *member.Member, obj client.O
 
 // applyStatus server-side applies the desired status of a derived object that has one (a
 // ServiceImport's exporting clusters) through its status subresource, unless cur, the
-// cached object, shows it already.
+// cached object, shows it already. A derived Service's status is empty (a typed Service
+// renders an empty loadBalancer): it is not written, and the member credential has no right
+// to write services/status (join.MemberRules).
 func (r *Reconciler) applyStatus(ctx context.Context, mem *member.Member, desired *unstructured.Unstructured, status map[string]any, cur *unstructured.Unstructured) error {
-	if len(status) == 0 {
+	if empty(status) {
 		return nil
 	}
 	if cur != nil && subset(status, cur.Object["status"]) {
@@ -228,6 +230,24 @@ func same(desired, cur *unstructured.Unstructured) bool {
 
 // subset says whether every field of want is in have with the same value (lists must have
 // the same length, element by element).
+// empty says whether v holds nothing but empty maps and lists.
+func empty(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		for _, e := range v {
+			if !empty(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		return len(v) == 0
+	}
+	return false
+}
+
 func subset(want, have any) bool {
 	switch w := want.(type) {
 	case map[string]any:

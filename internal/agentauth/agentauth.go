@@ -206,7 +206,8 @@ func ClusterRoles() []rbacv1.ClusterRole {
 //   - Pull, with no credentials (a Push Cluster's secretRef would make the control plane
 //     connect with a Secret the bootstrap token chose);
 //   - nothing that decides what is placed there: no labels, taints, provider, region, zone,
-//     zones or resourceModels, and no annotation but BootstrapTokenAnnotation. An
+//     zones or resourceModels, and no annotation but BootstrapTokenAnnotation (and
+//     wellknown.AllowRBACEscalationAnnotation, which records the member's own choice). An
 //     administrator sets them once the Cluster is registered;
 //   - the token's own id in BootstrapTokenAnnotation, so the cluster controller knows which
 //     token may fetch the agent's credential.
@@ -267,8 +268,10 @@ func BootstrapPolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.Val
 				{Expression: "size(" + set + ") == 0",
 					MessageExpression: "'a bootstrap token may not decide what is placed on a cluster: remove ' + " + set + ".join(', ') + " +
 						"'. An administrator of the host sets labels, taints, provider, region and zones once the cluster is registered'"},
-				{Expression: fmt.Sprintf("!has(object.metadata.annotations) || object.metadata.annotations.all(k, k == %q)", BootstrapTokenAnnotation),
-					Message: fmt.Sprintf("a bootstrap token may set no annotation on a cluster but %s", BootstrapTokenAnnotation)},
+				{Expression: fmt.Sprintf("!has(object.metadata.annotations) || object.metadata.annotations.all(k, k == %q || (k == %q && object.metadata.annotations[k] == 'true'))",
+					BootstrapTokenAnnotation, wellknown.AllowRBACEscalationAnnotation),
+					Message: fmt.Sprintf("a bootstrap token may set no annotation on a cluster but %s (and %s: \"true\", the member's own choice, recorded)",
+						BootstrapTokenAnnotation, wellknown.AllowRBACEscalationAnnotation)},
 				{Expression: fmt.Sprintf("has(object.metadata.annotations) && %q in object.metadata.annotations && object.metadata.annotations[%q] == %s",
 					BootstrapTokenAnnotation, BootstrapTokenAnnotation, id),
 					MessageExpression: fmt.Sprintf("'a bootstrap token must name itself: set the annotation %s: ' + %s", BootstrapTokenAnnotation, id)},

@@ -660,7 +660,7 @@ func TestChartRBACWithNamespacedRole(t *testing.T) {
 // the section.
 func TestSecurityDoc(t *testing.T) {
 	root := repoRoot(t)
-	section, err := SecurityTables(root, join.MemberRules())
+	section, err := SecurityTables(root, join.MemberRules("flotilla-<cluster>", join.KubernetesGroups, false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,7 +144,12 @@ func SecurityTables(root string, member []rbacv1.PolicyRule) (string, error) {
 	if member != nil {
 		b.WriteString("\n### A Push member's credential (`kubectl flotilla join`)\n\n")
 		b.WriteString("The ClusterRole `join` creates in the member for the ServiceAccount whose token the host holds " +
-			"(`internal/join`). Enforced by the `internal/join` suite against a real member apiserver.\n\n")
+			"(`internal/join`), here for a plain Kubernetes member's API groups (a member's own groups are found by discovery; " +
+			"the Pull agent's ServiceAccount in its member gets the same). The member guard `flotilla-<cluster>-guard` refuses " +
+			"what RBAC cannot say: writes in `kube-system`, `kube-public`, `kube-node-lease`, CONNECT (exec, attach, port-forward, " +
+			"proxy), TokenRequests and ephemeral containers; [member-rights.md](member-rights.md) explains each line. " +
+			"Enforced by `internal/join`'s `TestMemberCredential` against a real member apiserver, and the e2e spec " +
+			"\"The member credential\".\n\n")
 		rulesTable(&b, member, nil)
 	}
 

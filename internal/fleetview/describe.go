@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/bindings"
 )
@@ -74,6 +75,15 @@ func (h *Host) DescribeCluster(ctx context.Context, name string) (*ClusterDescri
 	return d, nil
 }
 
+// rbacEscalation says whether the member credential may propagate RBAC objects granting
+// rights it does not hold: the opt-in join and register record on the Cluster.
+func rbacEscalation(c *clusterv1alpha1.Cluster) string {
+	if c.Annotations[wellknown.AllowRBACEscalationAnnotation] == "true" {
+		return "allowed (joined with --allow-rbac-escalation)"
+	}
+	return "not allowed"
+}
+
 // PrintClusterDescription writes the description the way kubectl describe does.
 func PrintClusterDescription(w io.Writer, d *ClusterDescription, now time.Time) error {
 	c := d.Cluster
@@ -93,6 +103,7 @@ func PrintClusterDescription(w io.Writer, d *ClusterDescription, now time.Time) 
 	field("Zones", strings.Join(append(slices.Clone(c.Spec.Zones), zoneIfAny(c)...), ","))
 	field("Kubernetes Version", c.Status.KubernetesVersion)
 	field("API Enablements", fmt.Sprintf("%d group versions", len(c.Status.APIEnablements)))
+	field("RBAC Escalation", rbacEscalation(c))
 	field("Age", duration.HumanDuration(now.Sub(c.CreationTimestamp.Time)))
 	if err := tw.Flush(); err != nil {
 		return err

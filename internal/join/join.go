@@ -2,11 +2,14 @@
 // `kubectl flotilla join`, `unjoin` and `get clusters`, callable from tests without exec.
 //
 // Join gives the control plane its own identity in the member (ServiceAccount
-// flotilla-system/flotilla-<name>, bound to the least rights it needs, see MemberRules), asks
+// flotilla-system/flotilla-<name>, bound to the least rights it needs for the member's API
+// groups, see MemberRules, and guarded by an admission policy, see MemberGuard), asks
 // the member for a token of it with the TokenRequest API (members without a token controller
 // work too), stores the token and the member's CA in the host Secret flotilla-system/<name>,
 // and writes the Cluster. Joining again under the same name issues a new token, which is how
-// a token is rotated; the cluster controller reconnects as soon as the Secret changes.
+// a token is rotated, and how the credential's rights are brought up to date with API groups
+// the member serves since (a CRD propagated later) or with other options; the cluster
+// controller reconnects as soon as the Secret changes.
 package join
 
 import (
@@ -20,10 +23,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -57,8 +62,13 @@ type Options struct {
 	// Provider, Region and Zone describe where the member runs; empty ones leave what an
 	// earlier join set.
 	Provider, Region, Zone string
-	// ClusterAdmin binds cluster-admin instead of MemberRules.
+	// ClusterAdmin binds cluster-admin instead of MemberRules, without a guard: an explicit
+	// escape hatch for members where the control plane must do what the least rights forbid.
 	ClusterAdmin bool
+	// AllowRBACEscalation gives the credential escalate and bind on Roles and ClusterRoles and
+	// writes of ClusterRoleBindings (see Rights), and records the opt-in on the Cluster
+	// (wellknown.AllowRBACEscalationAnnotation).
+	AllowRBACEscalation bool
 	// TokenExpiration is the lifetime asked for the token; default DefaultTokenExpiration.
 	TokenExpiration time.Duration
 }
@@ -101,7 +111,7 @@ func Join(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.grantAccess(ctx, o.Name, o.ClusterAdmin); err != nil {
+	if err := c.grantAccess(ctx, o.Name, Rights{ClusterAdmin: o.ClusterAdmin, AllowRBACEscalation: o.AllowRBACEscalation}); err != nil {
 		return nil, err
 	}
 	token, expires, err := c.requestToken(ctx, o.Name, o.TokenExpiration)
@@ -234,42 +244,51 @@ func (c *clients) clusters(ctx context.Context) ([]clusterv1alpha1.Cluster, erro
 }
 
 // grantAccess makes the control plane's ServiceAccount in the member and binds it to
-// MemberRules, or to cluster-admin.
-func (c *clients) grantAccess(ctx context.Context, name string, clusterAdmin bool) error {
-	return GrantMemberAccess(ctx, c.member, wellknown.MemberAccessName(name), map[string]string{wellknown.JoinedClusterLabel: name},
-		clusterAdmin, c.memberSide.explain)
+// MemberRules for the member's API groups of the moment, or to cluster-admin.
+func (c *clients) grantAccess(ctx context.Context, name string, rights Rights) error {
+	return GrantMemberAccess(ctx, c.member, c.memberKube.Discovery(), wellknown.MemberAccessName(name),
+		map[string]string{wellknown.JoinedClusterLabel: name}, rights, c.memberSide.explain)
 }
 
 // GrantMemberAccess makes the ServiceAccount flotilla-system/<access> in the member and binds
-// it, through the ClusterRole and ClusterRoleBinding <access>, to MemberRules (or to
-// cluster-admin): the control plane's identity for a Push member, the agent's for a Pull one.
-// explain turns an error of a step into the one returned.
-func GrantMemberAccess(ctx context.Context, member client.Client, access string, labels map[string]string, clusterAdmin bool,
-	explain func(err error, what string) error) error {
-	apply := []client.ApplyOption{client.FieldOwner(FieldManager), client.ForceOwnership}
-
+// it, through the ClusterRole and ClusterRoleBinding <access>, to MemberRules for the API
+// groups the member serves now (dc's), guarded by MemberGuard; or, with rights.ClusterAdmin,
+// to cluster-admin without a guard. It is the control plane's identity for a Push member, the
+// agent's for a Pull one. Run again, it brings the rules up to date with the member's groups
+// and the rights asked for. explain turns an error of a step into the one returned.
+func GrantMemberAccess(ctx context.Context, member client.Client, dc discovery.DiscoveryInterface, access string, labels map[string]string,
+	rights Rights, explain func(err error, what string) error) error {
 	if err := ensureNamespace(ctx, member, wellknown.SystemNamespace); err != nil {
 		return explain(err, "create namespace "+wellknown.SystemNamespace)
 	}
-	sa := corev1ac.ServiceAccount(access, wellknown.SystemNamespace).WithLabels(labels)
-	if err := member.Apply(ctx, sa, apply...); err != nil {
-		return explain(err, "create ServiceAccount "+wellknown.SystemNamespace+"/"+access)
+	var groups []string
+	if !rights.ClusterAdmin {
+		var err error
+		if groups, err = ServedGroups(ctx, dc); err != nil {
+			return explain(err, "discover the API groups")
+		}
 	}
+	sa, cr, _ := MemberAccessObjects(access, labels, groups, rights.AllowRBACEscalation)
+	policy, policyBinding := MemberGuard(access, labels, rights.AllowRBACEscalation)
 
 	role := access
-	if clusterAdmin {
+	var apply, remove []client.Object
+	if rights.ClusterAdmin {
 		role = ClusterAdminRole
-		if err := deleteIfExists(ctx, member, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: access}}); err != nil {
-			return explain(err, "delete ClusterRole "+access)
-		}
+		apply = []client.Object{sa}
+		remove = []client.Object{policyBinding, policy, cr}
 	} else {
-		cr := rbacv1ac.ClusterRole(access).WithLabels(labels)
-		for _, r := range MemberRules() {
-			cr.WithRules(rbacv1ac.PolicyRule().WithAPIGroups(r.APIGroups...).WithResources(r.Resources...).
-				WithNonResourceURLs(r.NonResourceURLs...).WithVerbs(r.Verbs...))
+		// The guard first: the credential is never bound without it.
+		apply = []client.Object{policy, policyBinding, sa, cr}
+	}
+	for _, obj := range apply {
+		if err := applyObject(ctx, member, obj); err != nil {
+			return explain(err, "apply "+obj.GetObjectKind().GroupVersionKind().Kind+" "+describe(obj))
 		}
-		if err := member.Apply(ctx, cr, apply...); err != nil {
-			return explain(err, "create ClusterRole "+access)
+	}
+	for _, obj := range remove {
+		if err := deleteIfExists(ctx, member, obj); err != nil {
+			return explain(err, "delete "+obj.GetObjectKind().GroupVersionKind().Kind+" "+describe(obj))
 		}
 	}
 
@@ -286,10 +305,42 @@ func GrantMemberAccess(ctx context.Context, member client.Client, access string,
 	binding := rbacv1ac.ClusterRoleBinding(access).WithLabels(labels).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(role)).
 		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(access).WithNamespace(wellknown.SystemNamespace))
-	if err := member.Apply(ctx, binding, apply...); err != nil {
+	if err := member.Apply(ctx, binding, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return explain(err, "create ClusterRoleBinding "+access)
 	}
 	return nil
+}
+
+// applyObject server-side applies a typed object that carries its apiVersion and kind, as
+// FieldManager: what it sets replaces what an earlier join set (a ClusterRole's rules whole).
+func applyObject(ctx context.Context, cl client.Client, obj client.Object) error {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: content}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
+}
+
+// RemoveMemberAccess deletes what GrantMemberAccess made in the member for <access>, and
+// returns what it found and deleted, as "Kind name".
+func RemoveMemberAccess(ctx context.Context, member client.Client, access string) ([]string, error) {
+	policy, policyBinding := MemberGuard(access, nil, false)
+	sa, cr, crb := MemberAccessObjects(access, nil, nil, false)
+	var removed []string
+	for _, obj := range []client.Object{crb, cr, sa, policyBinding, policy} {
+		what := obj.GetObjectKind().GroupVersionKind().Kind + " " + describe(obj)
+		err := member.Delete(ctx, obj)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return removed, fmt.Errorf("delete %s: %w", what, err)
+		default:
+			removed = append(removed, what)
+		}
+	}
+	return removed, nil
 }
 
 // requestToken asks the member for a token of the control plane's ServiceAccount.
@@ -356,6 +407,11 @@ func (c *clients) writeCluster(ctx context.Context, o Options, memberID string) 
 		}
 		if o.Zone != "" {
 			s.Zones = []string{o.Zone}
+		}
+		if o.AllowRBACEscalation {
+			metav1.SetMetaDataAnnotation(&cluster.ObjectMeta, wellknown.AllowRBACEscalationAnnotation, "true")
+		} else {
+			delete(cluster.Annotations, wellknown.AllowRBACEscalationAnnotation)
 		}
 		return nil
 	})

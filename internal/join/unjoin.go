@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -34,7 +33,7 @@ type UnjoinOptions struct {
 	// Host is a REST config with rights to delete Clusters and Secrets in the host.
 	Host *rest.Config
 	// Member, if set, is an admin REST config of the member, to remove the ServiceAccount,
-	// ClusterRole and ClusterRoleBinding join made there. Without it they are left (and the
+	// ClusterRole, ClusterRoleBinding and guard join made there. Without it they are left (and the
 	// ServiceAccount's tokens keep working until they expire).
 	Member *rest.Config
 	// Timeout bounds the wait for the Cluster to go; default DefaultUnjoinTimeout.
@@ -120,24 +119,20 @@ func Unjoin(ctx context.Context, o UnjoinOptions) (*UnjoinResult, error) {
 	}
 
 	access := wellknown.MemberAccessName(o.Name)
-	inMember := []client.Object{
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: access}},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: access}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: access, Namespace: wellknown.SystemNamespace}},
+	if member == nil {
+		policy, policyBinding := MemberGuard(access, nil, false)
+		sa, cr, crb := MemberAccessObjects(access, nil, nil, false)
+		for _, obj := range []client.Object{crb, cr, sa, policyBinding, policy} {
+			res.NotRemoved = append(res.NotRemoved, obj.GetObjectKind().GroupVersionKind().Kind+" "+describe(obj))
+		}
+		return res, nil
 	}
-	kinds := []string{"ClusterRoleBinding", "ClusterRole", "ServiceAccount"}
-	for i, obj := range inMember {
-		if member == nil {
-			res.NotRemoved = append(res.NotRemoved, kinds[i]+" "+describe(obj))
-			continue
-		}
-		removed, err := remove(ctx, member.member, obj)
-		if err != nil {
-			return res, member.memberSide.explain(err, "delete "+kinds[i]+" "+describe(obj))
-		}
-		if removed {
-			res.Removed = append(res.Removed, kinds[i]+" "+describe(obj)+" (member)")
-		}
+	removed, err := RemoveMemberAccess(ctx, member.member, access)
+	for _, r := range removed {
+		res.Removed = append(res.Removed, r+" (member)")
+	}
+	if err != nil {
+		return res, member.memberSide.explain(err, "remove what join made")
 	}
 	return res, nil
 }

@@ -18,13 +18,16 @@ import (
 // agent with kustomize instead (they write the credential Secret themselves). It must say what
 // the code says. UPDATE_GOLDEN=1 rewrites it.
 func TestAgentManifestsShipped(t *testing.T) {
-	sa, cr, crb := join.MemberAccessObjects(agentauth.AgentServiceAccount, nil)
+	sa, cr, crb := join.MemberAccessObjects(agentauth.AgentServiceAccount, nil, join.KubernetesGroups, false)
+	policy, binding := join.MemberGuard(agentauth.AgentServiceAccount, nil, false)
 	var out bytes.Buffer
 	out.WriteString("# The Pull mode agent in a member cluster, as `kubectl flotilla register` installs it\n" +
 		"# (internal/register): generated, do not edit. Regenerate with: UPDATE_GOLDEN=1 go test ./internal/register/\n" +
 		"# It needs the Secret flotilla-system/flotilla-agent-host (keys cluster, server, token, caBundle),\n" +
-		"# which register writes.\n")
-	for _, obj := range []any{sa, cr, crb, AgentDeployment(DefaultImage, nil)} {
+		"# which register writes. The ClusterRole covers the API groups of a plain Kubernetes member;\n" +
+		"# register makes it from the member's own groups (`kubectl flotilla register NAME --refresh-rights`\n" +
+		"# adds groups served since). The admission policy guards what RBAC cannot: see docs/member-rights.md.\n")
+	for _, obj := range []any{sa, cr, crb, policy, binding, AgentDeployment(DefaultImage, nil)} {
 		b, err := yaml.Marshal(obj)
 		if err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,6 +54,9 @@ type Options struct {
 	NoDeployment bool
 	// TokenExpiration is the lifetime asked for the agent's first credential.
 	TokenExpiration time.Duration
+	// AllowRBACEscalation gives the agent's identity in the member escalate and bind (see
+	// join.Rights), and records the opt-in on the Cluster.
+	AllowRBACEscalation bool
 	// Timeout bounds the wait for the host; default DefaultTimeout.
 	Timeout time.Duration
 }
@@ -109,8 +113,13 @@ func Register(ctx context.Context, o Options) (*Result, error) {
 
 	// The Cluster as a bootstrap token may create it: what identifies the member, nothing
 	// that decides what is placed there (an administrator labels and places it afterwards).
+	// The member's own choice of --allow-rbac-escalation is recorded for the host to show.
+	annotations := map[string]string{agentauth.BootstrapTokenAnnotation: id}
+	if o.AllowRBACEscalation {
+		annotations[wellknown.AllowRBACEscalationAnnotation] = "true"
+	}
 	cluster := &clusterv1alpha1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Annotations: map[string]string{agentauth.BootstrapTokenAnnotation: id}},
+		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Annotations: annotations},
 		Spec:       clusterv1alpha1.ClusterSpec{ID: memberID, SyncMode: clusterv1alpha1.Pull, APIEndpoint: o.Member.Host},
 	}
 	reregister := false
@@ -162,8 +171,7 @@ func Register(ctx context.Context, o Options) (*Result, error) {
 	// The member side: the agent's identity with the rights a Push join gives the control
 	// plane, its host credential, and the agent.
 	labels := map[string]string{wellknown.JoinedClusterLabel: o.Name}
-	explain := func(err error, what string) error { return fmt.Errorf("%s in the member: %w", what, err) }
-	if err := join.GrantMemberAccess(ctx, member, agentauth.AgentServiceAccount, labels, false, explain); err != nil {
+	if err := grantAgentAccess(ctx, member, o.Member, o.Name, o.AllowRBACEscalation); err != nil {
 		return nil, err
 	}
 	cred := &agent.Credential{Cluster: o.Name, Server: o.Host, CA: o.CA, Token: token, Issued: issued, Expires: expires}
@@ -204,6 +212,34 @@ func sameMember(ctx context.Context, o Options, token, memberID string) error {
 			"Run register in that member, or choose another name", o.Name, c.Spec.ID, memberID)
 	}
 	return nil
+}
+
+// RefreshAccess brings the rights of the agent of the Pull Cluster name, in the member of
+// member (an admin REST config), up to date with the API groups the member serves now (a CRD
+// propagated since registration) and with allowRBACEscalation, as register does: the
+// agent's Forbidden errors on a Work say to run it. It needs nothing of the host, and so
+// leaves the Cluster's annotation as register set it.
+func RefreshAccess(ctx context.Context, member *rest.Config, name string, allowRBACEscalation bool) error {
+	if err := join.ValidateName(name); err != nil {
+		return err
+	}
+	cl, err := client.New(member, client.Options{Scheme: flotillascheme.New()})
+	if err != nil {
+		return fmt.Errorf("member: %w", err)
+	}
+	return grantAgentAccess(ctx, cl, member, name, allowRBACEscalation)
+}
+
+// grantAgentAccess gives the agent's identity in the member the rights a Push join gives the
+// control plane.
+func grantAgentAccess(ctx context.Context, member client.Client, cfg *rest.Config, name string, allowRBACEscalation bool) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("member: %w", err)
+	}
+	explain := func(err error, what string) error { return fmt.Errorf("%s in the member: %w", what, err) }
+	return join.GrantMemberAccess(ctx, member, kube.Discovery(), agentauth.AgentServiceAccount,
+		map[string]string{wellknown.JoinedClusterLabel: name}, join.Rights{AllowRBACEscalation: allowRBACEscalation}, explain)
 }
 
 // AgentDeployment is the agent's Deployment in the member.

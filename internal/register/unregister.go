@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,6 +18,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/internal/agentauth"
+	"github.com/flotilla-io/flotilla/internal/join"
 )
 
 // UnregisterOptions say what to unregister.
@@ -38,7 +38,7 @@ type UnregisterOptions struct {
 // running, removes what its Works put in the member; the host's cluster controller removes
 // the execution namespace and the agent's rights there), then removes everything register
 // made in the member: the agent's Deployment, credential, leader election Lease,
-// ServiceAccount, ClusterRole and ClusterRoleBinding. Objects already gone are skipped.
+// ServiceAccount, ClusterRole, ClusterRoleBinding and guard. Objects already gone are skipped.
 func Unregister(ctx context.Context, o UnregisterOptions) ([]string, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
@@ -76,9 +76,6 @@ func Unregister(ctx context.Context, o UnregisterOptions) ([]string, error) {
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: Deployment}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: agentauth.HostSecret}},
 		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: agentauth.LeaderElectionID}},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: agentauth.AgentServiceAccount}},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: agentauth.AgentServiceAccount}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: agentauth.AgentServiceAccount}},
 	} {
 		err := member.Delete(ctx, obj)
 		switch {
@@ -88,6 +85,13 @@ func Unregister(ctx context.Context, o UnregisterOptions) ([]string, error) {
 		default:
 			removed = append(removed, fmt.Sprintf("%T %s (member)", obj, client.ObjectKeyFromObject(obj)))
 		}
+	}
+	access, err := join.RemoveMemberAccess(ctx, member, agentauth.AgentServiceAccount)
+	for _, r := range access {
+		removed = append(removed, r+" (member)")
+	}
+	if err != nil {
+		return removed, fmt.Errorf("%w in the member", err)
 	}
 	return removed, nil
 }

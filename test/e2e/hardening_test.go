@@ -8,6 +8,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -351,5 +355,38 @@ var _ = Describe("Opting in a kube-* namespace", func() {
 			g.Expect(env.Host.Get(ctx, types.NamespacedName{Name: ns}, cur)).To(Succeed())
 			g.Expect(cur.Labels).NotTo(HaveKey(wellknown.HeldLabel))
 		}).WithContext(ctx).WithTimeout(5 * time.Second).Should(Succeed())
+	})
+})
+
+var _ = Describe("The member credential", func() {
+	It("may not mint a token for another ServiceAccount nor exec into a pod", func(ctx context.Context) {
+		// The credential the host holds for member1, as join wrote it.
+		secret := &corev1.Secret{}
+		Expect(env.Host.Get(ctx, types.NamespacedName{Namespace: wellknown.SystemNamespace, Name: "member1"}, secret)).To(Succeed())
+		cred, err := kubernetes.NewForConfig(&rest.Config{Host: env.Fleet.Member("member1").Endpoint,
+			BearerToken:     string(secret.Data[wellknown.SecretKeyToken]),
+			TLSClientConfig: rest.TLSClientConfig{CAData: secret.Data[wellknown.SecretKeyCABundle]}})
+		Expect(err).NotTo(HaveOccurred())
+
+		admin := env.Members["member1"]
+		victim := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "e2e-victim"}}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "e2e-exec-target"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}}
+		for _, obj := range []client.Object{victim, pod} {
+			Expect(admin.Create(ctx, obj)).To(Succeed())
+			DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(admin.Delete(ctx, obj))).To(Succeed()) })
+		}
+
+		_, err = cred.CoreV1().ServiceAccounts(victim.Namespace).CreateToken(ctx, victim.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "TokenRequest for %s/%s: %v", victim.Namespace, victim.Name, err)
+
+		err = cred.CoreV1().RESTClient().Post().Namespace(pod.Namespace).Resource("pods").Name(pod.Name).SubResource("exec").
+			Param("command", "sh").Param("container", "app").Param("stdout", "true").Do(ctx).Error()
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "pods/exec: %v", err)
+		review, err := cred.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: pod.Namespace, Verb: "create", Resource: "pods", Subresource: "exec", Name: pod.Name}}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(review.Status.Allowed).To(BeFalse(), "the member's RBAC allows pods/exec")
 	})
 })
