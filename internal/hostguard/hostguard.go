@@ -13,7 +13,8 @@
 //   - execution namespaces (karmada-es-*), and in any other namespace only the label
 //     flotilla.io/held;
 //   - ServiceAccounts, Roles and RoleBindings in execution namespaces (Pull agents' access);
-//   - ClusterRoles and ClusterRoleBindings named flotilla:agent:<cluster> (Pull agents' access).
+//   - ClusterRoles and ClusterRoleBindings named flotilla:agent:<cluster> (Pull agents' access);
+//   - deletes of a used bootstrap token: its ServiceAccount and ClusterRoleBinding.
 //
 // Admission policies do not apply to admission policies: the guard cannot protect itself or
 // the hold's objects. RBAC does that, by name (see controllers/namespace).
@@ -28,6 +29,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/internal/agentauth"
 )
 
 // Name names the guard's ValidatingAdmissionPolicy and its binding.
@@ -65,8 +67,13 @@ func Rules(namespace string) []Rule {
 			"the label " + wellknown.HeldLabel + " on opted-in namespaces, nothing else of a namespace"},
 		{"agent-access", fmt.Sprintf(`variables.ns.startsWith(%q) && ((request.resource.group == '' && request.resource.resource == 'serviceaccounts') || (request.resource.group == 'rbac.authorization.k8s.io' && request.resource.resource in ['roles', 'rolebindings'])) && variables.sub == ''`, es),
 			"Pull agents' ServiceAccounts and RoleBindings, in execution namespaces"},
-		{"agent-cluster-roles", `request.resource.group == 'rbac.authorization.k8s.io' && request.resource.resource in ['clusterroles', 'clusterrolebindings'] && variables.sub == '' && variables.name.startsWith('flotilla:agent:')`,
+		{"agent-cluster-roles", fmt.Sprintf(`request.resource.group == 'rbac.authorization.k8s.io' && request.resource.resource in ['clusterroles', 'clusterrolebindings'] && variables.sub == '' && variables.name.startsWith(%q)`, agentauth.AgentClusterRoleName("")),
 			"Pull agents' ClusterRoles and ClusterRoleBindings flotilla:agent:<cluster>"},
+		{"consume-bootstrap-tokens", fmt.Sprintf(`request.operation == 'DELETE' && variables.sub == '' && `+
+			`((request.resource.group == '' && request.resource.resource == 'serviceaccounts' && variables.ns == %q && variables.name.startsWith(%q)) || `+
+			`(request.resource.group == 'rbac.authorization.k8s.io' && request.resource.resource == 'clusterrolebindings' && variables.name.startsWith(%q)))`,
+			namespace, agentauth.BootstrapServiceAccount(""), agentauth.BootstrapBinding("")),
+			"delete a bootstrap token once its Pull agent reports (its ServiceAccount flotilla-bootstrap-<id> and ClusterRoleBinding flotilla:bootstrap:<id>)"},
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/internal/agentauth"
 	"github.com/flotilla-io/flotilla/internal/hostguard"
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
@@ -55,6 +56,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "dns"}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "dns", Image: "dns"}}}}}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: agentauth.BootstrapServiceAccount("m1-abcdef")}},
 	} {
 		Expect(env.Host.Create(ctx, o)).To(Succeed())
 	}
@@ -117,6 +119,9 @@ var _ = Describe("The manager's guard", Ordered, func() {
 				return manager.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "x"}})
 			},
 			"deleting a Deployment in kube-system": func() error { return manager.Delete(ctx, dns) },
+			"deleting its own ServiceAccount": func() error {
+				return manager.Delete(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})
+			},
 		}
 		for what, write := range denied {
 			err := write()
@@ -145,6 +150,9 @@ var _ = Describe("The manager's guard", Ordered, func() {
 			},
 			"a template's status": func() error {
 				return manager.Status().Patch(ctx, dns, client.RawPatch(types.MergePatchType, []byte(`{"status":{"observedGeneration":1}}`)))
+			},
+			"deleting a used bootstrap token's ServiceAccount": func() error {
+				return manager.Delete(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: agentauth.BootstrapServiceAccount("m1-abcdef")}})
 			},
 			"its own kinds": func() error {
 				return manager.Create(ctx, &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "pp"},
