@@ -18,6 +18,7 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/resourceselector"
 )
 
@@ -78,6 +79,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 			return r.templatesOfPolicy(ctx, "", &cpp.Spec, wellknown.ClusterPropagationPolicyPermanentIDLabel, PermanentID(cpp, wellknown.ClusterPropagationPolicyPermanentIDLabel))
 		}), policyChanged[*policyv1alpha1.ClusterPropagationPolicy]())); err != nil {
 		return err
+	}
+	// A binding changed on the host brings its template back: the detector compares the
+	// binding with the policy again, so that what the host holds converges on the policy even
+	// when the detector decided on a stale cached copy (a placement edited A→B→A faster than
+	// the cache caught up left the host at B), or someone else edited the binding's policy part.
+	for _, obj := range []client.Object{&workv1alpha2.ResourceBinding{}, &workv1alpha2.ClusterResourceBinding{}} {
+		if err := c.Watch(source.TypedKind[client.Object, Key](mgr.GetCache(), obj,
+			handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, rb client.Object) []Key {
+				return []Key{templateOf(rb)}
+			}), bindingChanged())); err != nil {
+			return err
+		}
 	}
 	// A template whose policy lists dependentOverrides waits for them: an OverridePolicy
 	// created (or deleted) brings back the templates of the policies that name it.
@@ -220,6 +233,25 @@ func policyChanged[T client.Object]() predicate.TypedPredicate[T] {
 			o, n := e.ObjectOld, e.ObjectNew
 			return o.GetGeneration() != n.GetGeneration() || !mapsEqual(labelsButID(o), labelsButID(n)) ||
 				(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
+		},
+	}
+}
+
+// bindingChanged passes the updates of a claimed binding that may change what the detector
+// decides: its spec (the generation) or its labels and annotations. Status writes, creations
+// and deletions (the detector's own, or its template's) pass nothing.
+func bindingChanged() predicate.TypedPredicate[client.Object] {
+	return predicate.TypedFuncs[client.Object]{
+		CreateFunc:  func(event.TypedCreateEvent[client.Object]) bool { return false },
+		DeleteFunc:  func(event.TypedDeleteEvent[client.Object]) bool { return false },
+		GenericFunc: func(event.TypedGenericEvent[client.Object]) bool { return false },
+		UpdateFunc: func(e event.TypedUpdateEvent[client.Object]) bool {
+			o, n := e.ObjectOld, e.ObjectNew
+			if len(claimIndexValues(n)) == 0 && len(claimIndexValues(o)) == 0 {
+				return false // a dependency's binding: the dependencies controller's
+			}
+			return o.GetGeneration() != n.GetGeneration() || !mapsEqual(o.GetLabels(), n.GetLabels()) ||
+				!mapsEqual(o.GetAnnotations(), n.GetAnnotations())
 		},
 	}
 }
