@@ -143,6 +143,9 @@ func BundleFiles(root string, o BundleOptions) (map[string][]byte, error) {
 			// OLM installs into the namespace of the OperatorGroup.
 		case gvk.Group == rbacv1.GroupName || gvk.Kind == "ServiceAccount" || gvk.Kind == "Deployment":
 			// The manager's identity, RBAC and Deployment go into the CSV's install strategy.
+		case gvk.Group == "admissionregistration.k8s.io":
+			// A bundle cannot carry admission policies (OLM installs only a few kinds): the
+			// manager creates its guard itself at start-up (hostguard.Ensurer).
 		default:
 			rest = append(rest, obj)
 		}
