@@ -148,6 +148,11 @@ const (
 	ClusterControllerFinalizer   = "karmada.io/cluster-controller"
 	ExecutionControllerFinalizer = "karmada.io/execution-controller"
 	BindingControllerFinalizer   = "karmada.io/binding-controller"
+	// DependenciesFinalizer on a workload's binding that propagates its dependencies keeps
+	// the binding until the dependencies controller has released them, with the workload's
+	// preserveResourcesOnDeletion: the decision to keep them on members does not depend on
+	// which controller looks first.
+	DependenciesFinalizer = "flotilla.io/dependencies"
 )
 
 // System taints the cluster controller keeps in line with the Ready condition.

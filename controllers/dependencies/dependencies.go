@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
@@ -84,6 +85,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	var wanted map[string]bool
 	if found && rb.DeletionTimestamp == nil && rb.Spec.PropagateDeps {
+		// Held until the dependencies are released (below, once it is deleted).
+		if err := r.setFinalizer(ctx, rb, true); err != nil {
+			return ctrl.Result{}, err
+		}
 		if wanted, err = r.syncDependencies(ctx, rb); err != nil {
 			// Release nothing on a partial view of what the workload needs.
 			if errors.Is(err, errRace) {
@@ -100,6 +105,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		preserve = ptr.Deref(rb.Spec.PreserveResourcesOnDeletion, false)
 	}
 	err = r.release(ctx, req.NamespacedName, wanted, preserve)
+	if err == nil && found && (rb.DeletionTimestamp != nil || !rb.Spec.PropagateDeps) {
+		// Released with the workload's own decision to preserve: the binding may go.
+		err = r.setFinalizer(ctx, rb, false)
+	}
 	if err == nil && found && len(rb.Spec.RequiredBy) > 0 {
 		err = r.pruneStale(ctx, rb)
 	}
@@ -107,6 +116,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: raceRetry}, nil
 	}
 	return ctrl.Result{}, err
+}
+
+// setFinalizer adds or removes the DependenciesFinalizer of a workload's binding, when it
+// has to change.
+func (r *Reconciler) setFinalizer(ctx context.Context, rb *workv1alpha2.ResourceBinding, want bool) error {
+	if controllerutil.ContainsFinalizer(rb, wellknown.DependenciesFinalizer) == want {
+		return nil
+	}
+	before := rb.DeepCopy()
+	if want {
+		controllerutil.AddFinalizer(rb, wellknown.DependenciesFinalizer)
+	} else {
+		controllerutil.RemoveFinalizer(rb, wellknown.DependenciesFinalizer)
+	}
+	// The lock keeps the finalizers of others (the binding controller's) as they are now.
+	return raced(r.Client.Patch(ctx, rb, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
 }
 
 // syncDependencies makes sure every dependency of the workload has an attached binding that

@@ -550,8 +550,13 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 		l := desired.GetLabels()
 		l[idLabel] = string(newUUID())
 		desired.SetLabels(l)
-		// The binding controller's finalizer, set now to save it a write.
-		desired.SetFinalizers([]string{wellknown.BindingControllerFinalizer})
+		// The binding controller's finalizer, and the dependencies controller's for a binding
+		// that propagates its dependencies, set now to save them a write.
+		finalizers := []string{wellknown.BindingControllerFinalizer}
+		if spec.PropagateDeps && key.Namespace != "" {
+			finalizers = append(finalizers, wellknown.DependenciesFinalizer)
+		}
+		desired.SetFinalizers(finalizers)
 		if r.Placer != nil {
 			// Created scheduled when it can be: the scheduler need not write its spec.
 			if _, err := r.Placer.PlaceNew(ctx, desired); err != nil {
