@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/api/wellknown"
@@ -130,4 +132,45 @@ func BenchmarkChurn(b *testing.B) {
 			b.Fatal(err)
 		}
 	}, r.entries)
+}
+
+// BenchmarkTaintFlaps keeps one binding on a cluster whose NoExecute taint comes and goes
+// (each time with a new timeAdded, so a new countdown is told), through the taint phase as
+// Reconcile runs it. What was told of a taint that went must not pile up while the binding
+// lives: entries-left must be 0 and the heap flat.
+//
+//	go test -run '^$' -bench TaintFlaps -benchtime 3x ./controllers/failover/
+func BenchmarkTaintFlaps(b *testing.B) {
+	r := newReconciler()
+	ctx := context.Background()
+	cl := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "m1"}}
+	r.Client = clusterReader{cluster: cl}
+	rb, _ := watched("rb", "uid", "m1")
+	rb.Spec.Placement = &policyv1alpha1.Placement{ClusterTolerations: []corev1.Toleration{
+		{Key: "flap", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](3600)}}}
+	start := time.Now()
+	taint := func(taints ...corev1.Taint) {
+		cl.Spec.Taints = taints
+		if _, _, err := r.taintPhase(ctx, rb, &rb.Spec, &rb.Status, start); err != nil {
+			b.Fatal(err)
+		}
+	}
+	churn.Run(b, func(i int) {
+		taint(corev1.Taint{Key: "flap", Effect: corev1.TaintEffectNoExecute, TimeAdded: ptr.To(metav1.NewTime(start.Add(time.Duration(i) * time.Second)))})
+		taint()
+	}, r.entries)
+}
+
+// clusterReader reads one Cluster, as a cache would.
+type clusterReader struct {
+	client.Client
+	cluster *clusterv1alpha1.Cluster
+}
+
+func (c clusterReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if cl, ok := obj.(*clusterv1alpha1.Cluster); ok && key.Name == c.cluster.Name {
+		c.cluster.DeepCopyInto(cl)
+		return nil
+	}
+	return fmt.Errorf("no %s", key)
 }
