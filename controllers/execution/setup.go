@@ -43,8 +43,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	r.queues.EveryReplica = r.Shards != nil
 	// What was applied and written of a shard another replica held may be out of date.
 	r.Shards.OnLost(func(int) { r.applied.Clear(); r.written.Clear(); r.established.Clear() })
-	// A deleted Cluster's queue and workers go with it.
+	// A deleted Cluster's queue and workers go with it, and what was kept of it.
 	r.Members.OnRemove(r.queues.Remove)
+	r.Members.OnRemove(r.forgetMember)
 	if err := mgr.Add(r.queues); err != nil {
 		return err
 	}
