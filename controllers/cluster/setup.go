@@ -80,7 +80,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersUsingSecret)).
 		// Probes and status collection run on goroutines of their own; their results come
 		// back through these channels.
-		WatchesRawSource(source.Channel(r.Members.SubscribeHealth(), byName)).
+		WatchesRawSource(r.Members.HealthSource(ControllerName, byName)).
 		WatchesRawSource(source.Channel(r.collections, byName)).
 		Complete(r)
 }
