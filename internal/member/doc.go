@@ -17,5 +17,6 @@
 // its own that merges the pending events of one object (keeping apart those whose labels or
 // annotations differ, as they may map to other requests) and is never full, so a slow
 // controller, or a leader-only one that a standby set up but never started (it does not
-// subscribe until it starts), cannot stop a member's informers or probes.
+// subscribe until it starts, and then hears of the members connected already), cannot stop a
+// member's informers or probes.
 package member

@@ -132,7 +132,7 @@ func (s *subscriber) next() (k eventKey, objs []client.Object, ok bool) {
 //
 // The source subscribes when the controller starts it and unsubscribes when the controller
 // stops: a controller that never starts (a leader-only controller on a standby) costs the
-// producers nothing.
+// producers nothing. It starts with a connection event for each member connected already.
 func (m *Manager) Source(name string, h handler.EventHandler) source.Source {
 	return &eventSource{m: m, name: name, h: h}
 }
@@ -180,7 +180,11 @@ func (s *eventSource) Start(ctx context.Context, q workqueue.TypedRateLimitingIn
 	return nil
 }
 
-// subscribe registers a subscriber of all events, or of health events alone.
+// subscribe registers a subscriber of all events, or of health events alone, and queues a
+// connection event for each member connected already: a controller that starts after a
+// member connected (a new leader's, while every replica's connector keeps the members
+// connected) still hears of it, as the informers' initial list tells a new handler of every
+// object. The multi-cluster service controller sets a member up on that event alone.
 func (m *Manager) subscribe(name string, health bool) *subscriber {
 	sub := newSubscriber("member_events_" + name)
 	m.subMu.Lock()
@@ -189,6 +193,10 @@ func (m *Manager) subscribe(name string, health bool) *subscriber {
 		m.healthSubs[sub] = struct{}{}
 	} else {
 		m.subs[sub] = struct{}{}
+	}
+	// Under subMu: a connection event sent meanwhile comes after these, not before.
+	for _, member := range m.Names() {
+		sub.add(clusterKey(member), clusterEvent(member))
 	}
 	return sub
 }

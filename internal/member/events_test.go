@@ -3,6 +3,7 @@ package member
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -61,9 +62,11 @@ func configMap(name string, annotations map[string]string, rv string) *corev1.Co
 
 // recorder is a handler that records the events it gets, and can be held.
 type recorder struct {
-	mu     sync.Mutex
-	seen   map[types.NamespacedName]int
-	events []event.GenericEvent
+	mu sync.Mutex
+	// seen counts the events of each member object; clusters lists the connection events.
+	seen     map[types.NamespacedName]int
+	clusters []string
+	events   []event.GenericEvent
 	// hold, when set, is waited on by each event before it is recorded, and entered told
 	// that an event waits on it.
 	hold    chan struct{}
@@ -87,11 +90,16 @@ func (r *recorder) handler() handler.EventHandler {
 		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		r.seen[types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}]++
 		r.events = append(r.events, e)
+		if _, ok := e.Object.(*clusterv1alpha1.Cluster); ok {
+			r.clusters = append(r.clusters, e.Object.GetName())
+			return
+		}
+		r.seen[types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}]++
 	}}
 }
 
+// distinct returns how many member objects the recorder got events of.
 func (r *recorder) distinct() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -149,6 +157,12 @@ func TestEventsNeverWaitOnAReader(t *testing.T) {
 	if got := reader.distinct(); got != n {
 		t.Fatalf("the reader got events of %d objects, want %d", got, n)
 	}
+	reader.mu.Lock()
+	clusters := reader.clusters
+	reader.mu.Unlock()
+	if diff := cmp.Diff([]string{"member1"}, clusters); diff != "" {
+		t.Errorf("connection events: a subscriber starts with one for each member connected before (-want +got):\n%s", diff)
+	}
 	if got := standby.distinct(); got != 0 {
 		t.Errorf("the subscriber never started got %d events", got)
 	}
@@ -183,12 +197,11 @@ func TestEventsCoalesceWithoutLosingAMapping(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m := NewManager(testScheme(t), Options{})
-	inf := fakeMember(t, m, "member1")
-	other := fakeMember(t, m, "member2")
-
 	r := newRecorder()
 	r.hold, r.entered = make(chan struct{}), make(chan struct{}, 1)
-	start(t, ctx, m, "reader", r.handler())
+	start(t, ctx, m, "reader", r.handler()) // before the members connect: no events of them yet
+	inf := fakeMember(t, m, "member1")
+	other := fakeMember(t, m, "member2")
 
 	work := func(w string) map[string]string { return map[string]string{"work": w} }
 	inf.Add(configMap("first", nil, "1")) // taken at once, and held in the handler
@@ -234,5 +247,44 @@ func TestEventsCoalesceWithoutLosingAMapping(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, have); diff != "" {
 		t.Errorf("events delivered (-want +got):\n%s", diff)
+	}
+}
+
+// A health source gets the connection events (the members connected before it started,
+// then each connect, disconnect or Down), never the member objects' events.
+func TestHealthSourceGetsConnectionEventsOnly(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := NewManager(testScheme(t), Options{})
+	inf := fakeMember(t, m, "member1")
+	r := newRecorder()
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	if err := m.HealthSource("health", r.handler()).Start(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	wait := func(n int) []string {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			r.mu.Lock()
+			clusters := slices.Clone(r.clusters)
+			r.mu.Unlock()
+			if len(clusters) >= n || time.Now().After(deadline) {
+				return clusters
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if diff := cmp.Diff([]string{"member1"}, wait(1)); diff != "" {
+		t.Errorf("at start (-want +got):\n%s", diff)
+	}
+	inf.Add(configMap("cm", nil, "1"))
+	m.notify(clusterKey("member2"), clusterEvent("member2"))
+	m.notifyHealth(clusterKey("member3"), clusterEvent("member3"))
+	if diff := cmp.Diff([]string{"member1", "member2", "member3"}, wait(3)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got := r.distinct(); got != 0 {
+		t.Errorf("the health source got events of %d member objects", got)
 	}
 }
