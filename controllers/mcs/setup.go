@@ -39,7 +39,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		For(&networkingv1alpha1.MultiClusterService{}).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.allKeys)).
 		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
-		WatchesRawSource(source.Channel(r.Members.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.mapMember))).
+		WatchesRawSource(r.Members.Source("mcs", handler.EnqueueRequestsFromMapFunc(r.mapMember))).
 		Complete(r)
 }
 
