@@ -731,8 +731,11 @@ func (r *Reconciler) grantGroup(ctx context.Context, cluster string, m *member.M
 		ctrl.LoggerFrom(ctx).Info("Added an API group the member serves since the join to the member credential's rights", "group", group)
 		return true
 	case granted:
-		at, ok := r.grantedGroups.Load(key)
-		return ok && time.Since(at) < grantSettle
+		// Another Work of the group added it a moment ago (maybe in the instant between its
+		// write and its note of it): the first refusal seen after the rule is there starts the
+		// wait for the member's RBAC to show it.
+		at, seen := r.grantedGroups.LoadOrStore(key, time.Now())
+		return !seen || time.Since(at) < grantSettle
 	}
 	return false
 }
