@@ -32,7 +32,6 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/cachetrim"
-	"github.com/flotilla-io/flotilla/internal/customization"
 	"github.com/flotilla-io/flotilla/internal/handoff"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/member"
@@ -46,20 +45,6 @@ import (
 // string that repeats between them (cachetrim.HostObject).
 func CacheOptions() cache.Options {
 	return cache.Options{DefaultTransform: cachetrim.HostObject}
-}
-
-// readsMemberObjects reports whether a customization interprets member objects of the kind
-// (retention, status reflection or health), and so may read fields the member caches trim.
-func readsMemberObjects(interp interpreter.Interpreter, gvk schema.GroupVersionKind) bool {
-	if interp.Customizations == nil {
-		return false
-	}
-	for _, op := range []interpreter.Operation{interpreter.OperationRetain, interpreter.OperationReflectStatus, interpreter.OperationInterpretHealth} {
-		if interp.Customized(gvk, op) {
-			return true
-		}
-	}
-	return false
 }
 
 // Options configure the reconcilers. Zero values take the defaults in DefaultOptions.
@@ -151,14 +136,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	if err != nil {
 		return nil, err
 	}
-	// The store of customizations is made before the member manager: the member caches trim
-	// the pod templates of built-in workloads, and a kind a customization interprets on
-	// member objects is read whole from the member instead (member.Options.Whole).
-	var store *customization.Store
+	// The interpreter is declared before the member manager, which consults its store of
+	// customizations: the member caches trim the pod templates of built-in workloads, and a
+	// kind a customization interprets on member objects is read whole from the member
+	// instead (member.Options.Whole).
 	interp := interpreter.Interpreter{}
 	members := member.NewManager(mgr.GetScheme(), member.Options{
 		QPS: o.MemberQPS, Burst: o.MemberBurst, FailureThreshold: o.FailureThreshold, ProbeInterval: o.ProbeInterval,
-		Whole: func(gvk schema.GroupVersionKind) bool { return readsMemberObjects(interp, gvk) },
+		Whole: func(gvk schema.GroupVersionKind) bool { return interp.ReadsMemberObjects(gvk) },
 	})
 	// Member connections (caches, probe goroutines) end with the manager.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -174,7 +159,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	// current by their controller on every replica.
 	var detectorRef *detector.Reconciler
 	var workStatusRef *workstatus.WorkReconciler
-	ricController := customizationcontroller.New(mgr.GetClient(), mgr.GetEventRecorder("customization-controller"), func(gk schema.GroupKind) {
+	store, err := customizationcontroller.Setup(ctx, mgr, customizationcontroller.SetupOptions{Changed: func(gk schema.GroupKind) {
 		// Existing templates and Works of the kind are looked at again (leader only: a
 		// replica that becomes leader looks at everything anyway).
 		// Sharded, every replica looks at the Works of its own shards.
@@ -192,13 +177,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		if workStatusRef != nil && shards == nil {
 			go workStatusRef.RequeueKind(ctx, gk)
 		}
-	})
-	store = customization.NewStore(customization.Options{OnFailure: ricController.Failed})
-	ricController.Store = store
-	if err := ricController.LoadAll(ctx, mgr.GetAPIReader()); err != nil {
-		ctrl.LoggerFrom(ctx).Info("Cannot list ResourceInterpreterCustomizations at start; their controller loads them", "error", err.Error())
-	}
-	if err := ricController.SetupWithManager(mgr); err != nil {
+	}})
+	if err != nil {
 		return nil, err
 	}
 	interp.Customizations = store

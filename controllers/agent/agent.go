@@ -4,7 +4,10 @@
 //
 //   - applies the Works of karmada-es-<cluster> to the member and reports their status, with
 //     the very reconcilers the manager runs for Push members (controllers/execution and
-//     controllers/workstatus: server-side apply, conflicts, drift, retain, namespaces);
+//     controllers/workstatus: server-side apply, conflicts, drift, retain, namespaces), with
+//     the host's ResourceInterpreterCustomizations loaded and kept current as the manager
+//     does (controllers/customization, read-only here: the manager reports on them), so
+//     that retention, status reflection and health read the same on Push and Pull members;
 //   - renews a heartbeat Lease in the execution namespace, from which the host's cluster
 //     controller tells whether the agent is alive;
 //   - collects its Cluster's status with the same code as the cluster controller
@@ -28,6 +31,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -40,8 +44,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	customizationcontroller "github.com/flotilla-io/flotilla/controllers/customization"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
 	"github.com/flotilla-io/flotilla/internal/agentauth"
@@ -207,10 +213,12 @@ func Run(ctx context.Context, o Options) error {
 		Scheme: scheme,
 		Cache: cache.Options{
 			DefaultTransform: cachetrim.HostObject,
-			// Its own execution namespace, and its own Cluster: all the agent may read.
+			// Its own execution namespace, its own Cluster, and the customizations (cluster
+			// scoped, every one of them applies): all the agent may read.
 			DefaultNamespaces: map[string]cache.Config{ns: {}},
 			ByObject: map[client.Object]cache.ByObject{
-				&clusterv1alpha1.Cluster{}: {Field: fields.OneTermEqualSelector("metadata.name", name)},
+				&clusterv1alpha1.Cluster{}:                         {Field: fields.OneTermEqualSelector("metadata.name", name)},
+				&configv1alpha1.ResourceInterpreterCustomization{}: {},
 			},
 		},
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
@@ -235,15 +243,33 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 
+	// The customizations are loaded before the member connection, whose cache reads whole
+	// the kinds they interpret on member objects, as the manager's member caches do.
+	var workStatus *workstatus.WorkReconciler
+	customizations, err := customizationcontroller.Setup(ctx, mgr, customizationcontroller.SetupOptions{ReadOnly: true, Changed: func(gk schema.GroupKind) {
+		// The Works of the kind are reflected again, by the elected replica.
+		select {
+		case <-mgr.Elected():
+		default:
+			return
+		}
+		if workStatus != nil {
+			go workStatus.RequeueKind(ctx, gk)
+		}
+	}})
+	if err != nil {
+		return err
+	}
+	interp := interpreter.Interpreter{Customizations: customizations}
 	members := member.NewManager(scheme, member.Options{
 		QPS: o.MemberQPS, Burst: o.MemberBurst, FailureThreshold: o.FailureThreshold, ProbeInterval: o.HeartbeatInterval,
+		Whole: interp.ReadsMemberObjects,
 	})
 	if _, err := members.ConnectConfig(ctx, name, memberCfg); err != nil {
 		return fmt.Errorf("connect to the member: %w", err)
 	}
 	defer members.Disconnect(name)
 
-	interp := interpreter.Interpreter{}
 	hb := &heartbeat{
 		host: mgr.GetClient(), reader: mgr.GetAPIReader(), members: members, name: name, identity: o.Identity,
 		interval: o.HeartbeatInterval, leaseDuration: lease, statusInterval: o.StatusInterval,
@@ -255,7 +281,8 @@ func Run(ctx context.Context, o Options) error {
 	}).SetupWithManager(mgr, o.Workers); err != nil {
 		return err
 	}
-	if err := (&workstatus.WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: interp}).SetupWithManager(mgr, o.Workers); err != nil {
+	workStatus = &workstatus.WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: interp}
+	if err := workStatus.SetupWithManager(mgr, o.Workers); err != nil {
 		return err
 	}
 	if err := mgr.Add(hb); err != nil {

@@ -24,10 +24,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers/agent"
 	"github.com/flotilla-io/flotilla/internal/agentauth"
 	"github.com/flotilla-io/flotilla/internal/register"
@@ -206,6 +208,94 @@ var _ = Describe("The Pull agent", Ordered, func() {
 		Expect(member.Delete(ctx, kept)).To(Succeed())
 	})
 
+	// Issue 34: the agent interprets member objects with the host's customizations, as the
+	// manager does for a Push member, so health (and so failover) and reflected status read
+	// the same in both modes; an edit or a deletion on the host reaches it without a restart.
+	It("applies the host's ResourceInterpreterCustomizations: health and reflected status as for Push, following edits", func(ctx context.Context) {
+		gauge := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gauge"}, Data: map[string]string{"state": "down"}}
+		Expect(env.Host.Create(ctx, gauge.DeepCopy())).To(Succeed())
+		pp := &policyv1alpha1.PropagationPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gauge"},
+			Spec: policyv1alpha1.PropagationSpec{
+				ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: "gauge"}},
+				Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{pulled}}},
+			},
+		}
+		Expect(env.Host.Create(ctx, pp)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(env.Host.Delete(ctx, pp))).To(Succeed())
+			Expect(client.IgnoreNotFound(env.Host.Delete(ctx, gauge))).To(Succeed())
+		})
+		// reported is the gauge's health and reflected status in its Work, and its health in
+		// its binding.
+		reported := func(g Gomega) string {
+			works := &workv1alpha1.WorkList{}
+			g.Expect(env.Host.List(ctx, works, client.InNamespace(wellknown.ExecutionNamespace(pulled)))).To(Succeed())
+			var out []string
+			for _, w := range works.Items {
+				for _, st := range w.Status.ManifestStatuses {
+					if st.Identifier.Kind == "ConfigMap" && st.Identifier.Name == gauge.Name {
+						status := "-"
+						if st.Status != nil {
+							status = string(st.Status.Raw)
+						}
+						out = append(out, string(st.Health)+" "+status)
+					}
+				}
+			}
+			g.Expect(out).To(HaveLen(1), "the gauge's Work")
+			rb := &workv1alpha2.ResourceBinding{}
+			g.Expect(env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "gauge-configmap"}, rb)).To(Succeed())
+			g.Expect(rb.Status.AggregatedStatus).To(HaveLen(1))
+			return out[0] + " / binding " + string(rb.Status.AggregatedStatus[0].Health)
+		}
+		By("the built-in rules: a ConfigMap is Healthy and has no status")
+		Eventually(reported).WithContext(ctx).Should(Equal("Healthy - / binding Healthy"))
+
+		By("a customization created on the host applies to what the member holds")
+		ric := &configv1alpha1.ResourceInterpreterCustomization{ObjectMeta: metav1.ObjectMeta{Name: "pull-gauges"},
+			Spec: configv1alpha1.ResourceInterpreterCustomizationSpec{
+				Target: configv1alpha1.CustomizationTarget{APIVersion: "v1", Kind: "ConfigMap"},
+				Customizations: configv1alpha1.CustomizationRules{
+					HealthInterpretation: &configv1alpha1.HealthInterpretation{LuaScript: `
+function InterpretHealth(obj)
+  if obj.metadata.name ~= "gauge" then return true end
+  return obj.data.state == "up"
+end`},
+					StatusReflection: &configv1alpha1.StatusReflection{LuaScript: `
+function ReflectStatus(obj)
+  if obj.metadata.name ~= "gauge" then return nil end
+  return {state = obj.data.state}
+end`},
+				},
+			}}
+		Expect(env.Host.Create(ctx, ric)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Host.Delete(ctx, ric))).To(Succeed()) })
+		Eventually(reported).WithContext(ctx).Should(Equal(`Unhealthy {"state":"down"} / binding Unhealthy`))
+
+		By("the member object changes: the scripts read it")
+		tmpl := &corev1.ConfigMap{}
+		Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(gauge), tmpl)).To(Succeed())
+		patch := client.MergeFrom(tmpl.DeepCopy())
+		tmpl.Data["state"] = "up"
+		Expect(env.Host.Patch(ctx, tmpl, patch)).To(Succeed())
+		Eventually(reported).WithContext(ctx).Should(Equal(`Healthy {"state":"up"} / binding Healthy`))
+
+		By("an edit of the customization applies without a restart")
+		Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(ric), ric)).To(Succeed())
+		ric.Spec.Customizations.HealthInterpretation.LuaScript = `
+function InterpretHealth(obj)
+  if obj.metadata.name ~= "gauge" then return true end
+  return obj.data.state == "serving"
+end`
+		Expect(env.Host.Update(ctx, ric)).To(Succeed())
+		Eventually(reported).WithContext(ctx).Should(Equal(`Unhealthy {"state":"up"} / binding Unhealthy`))
+
+		By("deleting it brings the built-in rules back")
+		Expect(env.Host.Delete(ctx, ric)).To(Succeed())
+		Eventually(reported).WithContext(ctx).Should(Equal("Healthy - / binding Healthy"))
+	})
+
 	It("can do nothing else in the host with its credential", func(ctx context.Context) {
 		s := &corev1.Secret{}
 		Expect(member.Get(ctx, types.NamespacedName{Namespace: agentauth.SystemNamespace, Name: agentauth.HostSecret}, s)).To(Succeed())
@@ -239,6 +329,11 @@ var _ = Describe("The Pull agent", Ordered, func() {
 			"create Works":                       as.Create(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: wellknown.ExecutionNamespace(pulled), Name: "forged"}}),
 			"read another member's Lease":        as.Get(ctx, types.NamespacedName{Namespace: otherNS, Name: agentauth.HeartbeatLease}, &coordinationv1.Lease{}),
 			"ask for a token of another account": requestToken(ctx, as, wellknown.SystemNamespace, "flotilla-manager"),
+			"create a customization": as.Create(ctx, &configv1alpha1.ResourceInterpreterCustomization{ObjectMeta: metav1.ObjectMeta{Name: "forged"},
+				Spec: configv1alpha1.ResourceInterpreterCustomizationSpec{Target: configv1alpha1.CustomizationTarget{APIVersion: "v1", Kind: "ConfigMap"},
+					Customizations: configv1alpha1.CustomizationRules{HealthInterpretation: &configv1alpha1.HealthInterpretation{LuaScript: "function InterpretHealth(obj) return true end"}}}}),
+			"write a customization's status": as.Status().Patch(ctx, &configv1alpha1.ResourceInterpreterCustomization{ObjectMeta: metav1.ObjectMeta{Name: "any"}},
+				client.RawPatch(types.MergePatchType, []byte(`{"status":{"observedGeneration":1}}`))),
 		}
 		for what, err := range forbidden {
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want 403 Forbidden, got %v", what, err)
@@ -246,6 +341,7 @@ var _ = Describe("The Pull agent", Ordered, func() {
 		// What it needs works.
 		Expect(as.Get(ctx, types.NamespacedName{Name: pulled}, &clusterv1alpha1.Cluster{})).To(Succeed())
 		Expect(as.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace(wellknown.ExecutionNamespace(pulled)))).To(Succeed())
+		Expect(as.List(ctx, &configv1alpha1.ResourceInterpreterCustomizationList{})).To(Succeed())
 	})
 
 	It("keeps a bootstrap token to registering the one Pull Cluster it was made for, with nothing that decides placement", func(ctx context.Context) {

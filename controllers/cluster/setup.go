@@ -79,8 +79,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		For(&clusterv1alpha1.Cluster{}, builder.WithPredicates(specOrLifecycleChanged())).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersUsingSecret)).
 		// Probes and status collection run on goroutines of their own; their results come
-		// back through these channels.
-		WatchesRawSource(source.Channel(r.Members.SubscribeHealth(), byName)).
+		// back through these sources (the member manager's health events and a channel).
+		WatchesRawSource(r.Members.HealthSource(ControllerName, byName)).
 		WatchesRawSource(source.Channel(r.collections, byName)).
 		Complete(r)
 }

@@ -3,6 +3,10 @@
 // scripts loaded (condition Loaded) and how they ran (condition ScriptsHealthy), with an event
 // on each change. Templates and Works of the customized kind are looked at again after every
 // change, so that a new script applies to what exists.
+//
+// Setup wires the store, the interpreter's source of customizations, into a manager: the
+// Flotilla manager's (controllers.Setup), and the Pull agent's read-only (controllers/agent),
+// so that Push and Pull members run the same scripts.
 package customization
 
 import (
@@ -57,6 +61,11 @@ type Reconciler struct {
 	Changed func(gk schema.GroupKind)
 	// Now is the clock (tests may set it).
 	Now func() time.Time
+	// ReadOnly only loads customizations into the Store: no status, no events (the Pull
+	// agent, whose host credential may only read customizations; the manager reports on
+	// them). Scripts that fail at run time are logged instead, as often as the status
+	// would be written.
+	ReadOnly bool
 
 	mu sync.Mutex
 	// loaded are the kind and generation of each customization when last loaded.
@@ -90,7 +99,7 @@ func New(c client.Client, recorder events.EventRecorder, changed func(schema.Gro
 // +kubebuilder:rbac:groups=config.karmada.io,resources=resourceinterpretercustomizations/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile loads one customization and writes its conditions.
+// Reconcile loads one customization and, unless ReadOnly, writes its conditions.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ric := &configv1alpha1.ResourceInterpreterCustomization{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ric); err != nil {
@@ -107,6 +116,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	gk := schema.FromAPIVersionAndKind(ric.Spec.Target.APIVersion, ric.Spec.Target.Kind).GroupKind()
 	loadErr := r.load(ric, gk)
+	if r.ReadOnly {
+		r.mu.Lock()
+		if f, ok := r.failures[ric.Name]; ok && f.generation != ric.Generation {
+			delete(r.failures, ric.Name)
+		}
+		r.mu.Unlock()
+		if loadErr != nil {
+			ctrl.LoggerFrom(ctx).Info("A ResourceInterpreterCustomization does not load; the built-in rules apply to its kind",
+				"customization", ric.Name, "error", loadErr.Error())
+		}
+		return ctrl.Result{}, nil
+	}
 
 	loaded := metav1.Condition{Type: configv1alpha1.ConditionLoaded, Status: metav1.ConditionTrue, Reason: "Loaded",
 		Message:            fmt.Sprintf("The scripts are in use for %s %s", ric.Spec.Target.APIVersion, ric.Spec.Target.Kind),
@@ -238,6 +259,11 @@ func (r *Reconciler) Failed(f Failure) {
 	r.failures[f.Customization] = failure{Failure: f, at: now, generation: r.loaded[f.Customization].generation}
 	wake := !seen || now.Sub(prev.at) > failureWriteInterval
 	r.mu.Unlock()
+	if wake && r.ReadOnly {
+		ctrl.Log.WithName("customization").Info("A ResourceInterpreterCustomization's script failed", "customization", f.Customization,
+			"operation", f.Operation, "object", f.Object, "error", f.Err.Error())
+		return
+	}
 	if wake {
 		select {
 		case r.wake <- event.GenericEvent{Object: ric}:
@@ -258,4 +284,36 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&configv1alpha1.ResourceInterpreterCustomization{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
 		Complete(r)
+}
+
+// SetupOptions configure Setup.
+type SetupOptions struct {
+	// Changed: see Reconciler.Changed. It is called before the manager starts too, by the
+	// first load.
+	Changed func(gk schema.GroupKind)
+	// ReadOnly: see Reconciler.ReadOnly.
+	ReadOnly bool
+}
+
+// Setup makes the store of customizations, loads every customization on the host into it
+// before the manager starts (LoadAll: nothing interprets a customized kind with the built-in
+// rules first), and registers the controller that keeps it current as customizations are
+// created, edited and deleted on the host. The store is ready for interpreter.Interpreter's
+// Customizations.
+func Setup(ctx context.Context, mgr ctrl.Manager, o SetupOptions) (*customization.Store, error) {
+	var recorder events.EventRecorder
+	if !o.ReadOnly {
+		recorder = mgr.GetEventRecorder("customization-controller")
+	}
+	r := New(mgr.GetClient(), recorder, o.Changed)
+	r.ReadOnly = o.ReadOnly
+	store := customization.NewStore(customization.Options{OnFailure: r.Failed})
+	r.Store = store
+	if err := r.LoadAll(ctx, mgr.GetAPIReader()); err != nil {
+		ctrl.LoggerFrom(ctx).Info("Cannot list ResourceInterpreterCustomizations at start; their controller loads them", "error", err.Error())
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	return store, nil
 }

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,6 +133,13 @@ type appliedState struct {
 	// memberResourceVersion stands in for the generation of kinds that have none
 	// (ConfigMaps, Secrets, Services...), where any change is someone else's.
 	memberResourceVersion string
+}
+
+// forgetMember drops what was kept of a member whose Cluster is gone: the namespaces it has,
+// the API groups added to its credential. A member joined again under the name starts afresh.
+func (r *Reconciler) forgetMember(cluster string) {
+	r.namespaces.Delete(cluster)
+	r.grantedGroups.DeleteFunc(func(key string, _ time.Time) bool { return strings.HasPrefix(key, cluster+"/") })
 }
 
 // knownNamespaces are the namespaces seen to exist in one member connection. A new

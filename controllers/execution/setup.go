@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
@@ -43,15 +42,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	r.queues.EveryReplica = r.Shards != nil
 	// What was applied and written of a shard another replica held may be out of date.
 	r.Shards.OnLost(func(int) { r.applied.Clear(); r.written.Clear(); r.established.Clear() })
-	// A deleted Cluster's queue and workers go with it.
+	// A deleted Cluster's queue and workers go with it, and what was kept of it.
 	r.Members.OnRemove(r.queues.Remove)
+	r.Members.OnRemove(r.forgetMember)
 	if err := mgr.Add(r.queues); err != nil {
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).Named("execution").
 		WithOptions(r.Shards.Options(controller.Options{MaxConcurrentReconciles: workers})).
 		For(&workv1alpha1.Work{}, builder.WithPredicates(specOrDeletion())).
-		WatchesRawSource(source.Channel(r.Members.Subscribe(), MemberEventHandler(mgr.GetClient())))
+		WatchesRawSource(r.Members.Source("execution", MemberEventHandler(mgr.GetClient())))
 	return r.Shards.Complete(b, shard.ListFrom(mgr.GetCache(), func() client.ObjectList { return &workv1alpha1.WorkList{} }), r)
 }
 

@@ -26,6 +26,9 @@ var env *fleettest.Env
 // members is the suite's member connection manager (the cluster controller's).
 var members *member.Manager
 
+// reconciler is the suite's execution controller, for what it keeps in memory.
+var reconciler *execution.Reconciler
+
 func TestExecutionController(t *testing.T) {
 	fleettest.RunSuite(t, "Execution controller suite", "a host and two member clusters")
 }
@@ -35,10 +38,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	mgr := env.NewManager()
 	members = env.SetupClusterController(mgr)
 	stale.Client = mgr.GetClient()
-	Expect((&execution.Reconciler{
+	reconciler = &execution.Reconciler{
 		Client: stale, Members: members, Recorder: mgr.GetEventRecorder("execution-controller"),
 		Interpreter: interpreter.Interpreter{},
-	}).SetupWithManager(mgr, 4)).To(Succeed())
+	}
+	Expect(reconciler.SetupWithManager(mgr, 4)).To(Succeed())
 	fleettest.StartManager(mgr)
 	env.JoinAndWait(ctx)
 }, NodeTimeout(3*time.Minute))

@@ -24,6 +24,7 @@ var _ = Describe("A Cluster deleted while the manager has no connection to its m
 		w := createWork(ctx, "member1", cm)
 		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
 		DeferCleanup(rejoin, "member1")
+		Expect(reconciler.RemembersMember("member1")).NotTo(BeZero(), "the namespace the ConfigMap went to")
 
 		By("deleting the Cluster right after its connection is dropped, as after a restart")
 		members.Disconnect("member1")
@@ -31,6 +32,8 @@ var _ = Describe("A Cluster deleted while the manager has no connection to its m
 		Eventually(memberGone(ctx, "member1", cm)).WithContext(ctx).Should(BeTrue(), "deleted in the member, not left behind")
 		Eventually(fleettest.Gone(ctx, env.Host, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1"}})).
 			WithContext(ctx).Should(BeTrue())
+		Eventually(func() int { return reconciler.RemembersMember("member1") }).WithContext(ctx).
+			Should(BeZero(), "namespaces and granted groups kept of the deleted member1")
 	})
 })
 

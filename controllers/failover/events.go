@@ -7,11 +7,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/failover"
+	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
 // recordChanges tells what one write did: clusters left, tasks done.
@@ -32,9 +35,6 @@ func (r *Reconciler) recordChanges(rb client.Object, spec *workv1alpha2.Resource
 			}
 			r.event(rb, spec, o.Task.FromCluster, corev1.EventTypeNormal, EventReasonGracefulEvictionDone,
 				"Eviction from cluster %s is done, %s: %s", o.Task.FromCluster, what, o.Why)
-			r.mu.Lock()
-			delete(r.told, r.key(rb, "blocked/"+o.Task.FromCluster))
-			r.mu.Unlock()
 		}
 	}
 	r.recordWaits(rb, outcomes)
@@ -50,41 +50,75 @@ func (r *Reconciler) recordWaits(rb client.Object, outcomes []failover.Outcome) 
 	}
 }
 
-// key names what is remembered of a binding: by its namespace/name (so that forget finds it)
-// and its UID (so that a binding created again under the name starts afresh).
-func (r *Reconciler) key(rb client.Object, what string) string {
-	return client.ObjectKeyFromObject(rb).String() + "/" + string(rb.GetUID()) + "/" + what
-}
-
 // once records an event on the binding, related to a cluster, the first time what is seen.
 func (r *Reconciler) once(rb client.Object, cluster, what, typ, reason, format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.told == nil {
-		r.told = map[string]bool{}
-	}
-	k := r.key(rb, what)
-	if r.told[k] {
+	m := r.rememberLocked(rb)
+	if m.told[what] {
 		return
 	}
-	r.told[k] = true
+	if m.told == nil {
+		m.told = map[string]bool{}
+	}
+	m.told[what] = true
 	r.Recorder.Eventf(rb, related(cluster), typ, reason, "Failover", format, args...)
 }
 
-// forget drops what is remembered of a binding that is gone.
-func (r *Reconciler) forget(name string) {
+// keepTold forgets, of the events told once whose what starts with prefix, those for which
+// holds is false: what they said is over, and is said again if it comes back.
+func (r *Reconciler) keepTold(rb client.Object, prefix string, holds func(what string) bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, m := range []map[string]bool{r.told} {
-		for k := range m {
-			if strings.HasPrefix(k, name+"/") {
-				delete(m, k)
-			}
+	m := r.remembered[client.ObjectKeyFromObject(rb)]
+	if m == nil || m.uid != rb.GetUID() {
+		return
+	}
+	for what := range m.told {
+		if strings.HasPrefix(what, prefix) && !holds(what) {
+			delete(m.told, what)
 		}
 	}
-	for k := range r.unhealthySince {
-		if strings.HasPrefix(k, name+"/") {
-			delete(r.unhealthySince, k)
+	r.tidyLocked(rb)
+}
+
+// rememberLocked returns what is kept of the binding, made empty when there is nothing yet
+// or only of an earlier binding of the name. r.mu is held.
+func (r *Reconciler) rememberLocked(rb client.Object) *remembered {
+	key := client.ObjectKeyFromObject(rb)
+	if m := r.remembered[key]; m != nil && m.uid == rb.GetUID() {
+		return m
+	}
+	if r.remembered == nil {
+		r.remembered = map[types.NamespacedName]*remembered{}
+	}
+	m := &remembered{uid: rb.GetUID()}
+	r.remembered[key] = m
+	return m
+}
+
+// tidyLocked drops the binding's entry when nothing is left in it. r.mu is held.
+func (r *Reconciler) tidyLocked(rb client.Object) {
+	key := client.ObjectKeyFromObject(rb)
+	if m := r.remembered[key]; m != nil && len(m.told) == 0 && len(m.unhealthySince) == 0 {
+		delete(r.remembered, key)
+	}
+}
+
+// forget drops what is kept of a binding that is gone or that failover no longer looks at.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.remembered, key)
+}
+
+// forgetShard drops what is kept of the bindings of a shard this replica no longer holds.
+func (r *Reconciler) forgetShard(k int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key := range r.remembered {
+		if shard.Of(shard.Key(reconcile.Request{NamespacedName: key}), r.Shards.Shards()) == k {
+			delete(r.remembered, key)
 		}
 	}
 }

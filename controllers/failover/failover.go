@@ -110,12 +110,20 @@ type Reconciler struct {
 	Options     Options
 
 	mu sync.Mutex
-	// unhealthySince is when a workload was first seen unhealthy on a cluster, by binding
-	// UID and cluster. It is memory only: after a restart the countdown starts again,
-	// which delays a move and never hastens one.
+	// remembered is what is kept of each binding between passes, until it goes.
+	remembered map[types.NamespacedName]*remembered
+}
+
+// remembered is what the controller keeps of one binding (of one UID: a binding created
+// again under its name starts afresh). It is memory only.
+type remembered struct {
+	uid types.UID
+	// unhealthySince is when the workload was first seen unhealthy on a cluster of the
+	// binding, by cluster. After a restart the countdown starts again, which delays a move
+	// and never hastens one.
 	unhealthySince map[string]time.Time
-	// told remembers the countdown and blocked events already recorded, so that each is
-	// said once.
+	// told are the countdown and blocked events already recorded, so that each is said
+	// once; each is kept while what it said holds.
 	told map[string]bool
 }
 
@@ -124,13 +132,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	rb := r.NewBinding()
 	if err := r.Client.Get(ctx, req.NamespacedName, rb); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forget(req.String())
+			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	spec, status := bindings.Spec(rb), bindings.Status(rb)
 	if rb.GetDeletionTimestamp() != nil || spec.Placement == nil {
 		// Being deleted, or a dependency's binding: it follows its workloads' clusters.
+		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	works, err := bindings.WorksByCluster(ctx, r.Client, rb)
@@ -177,6 +186,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	outcomes, remaining, at := failover.Review(want, view)
 	want.GracefulEvictionTasks = remaining
 	soonest(at)
+	// A task done (or gone) is no longer blocked: said again if a new one is.
+	r.keepTold(rb, "blocked/", func(what string) bool {
+		return slices.ContainsFunc(remaining, func(t workv1alpha2.GracefulEvictionTask) bool { return what == "blocked/"+t.FromCluster })
+	})
 
 	if !equality.Semantic.DeepEqual(want.Clusters, spec.Clusters) || !equality.Semantic.DeepEqual(want.GracefulEvictionTasks, spec.GracefulEvictionTasks) {
 		before := rb.DeepCopyObject().(client.Object)
@@ -257,6 +270,7 @@ func (r *Reconciler) taintPhase(ctx context.Context, rb client.Object, spec *wor
 	tolerations := failover.Tolerations(spec.Placement.ClusterTolerations, r.Options.NotReadyTolerationSeconds, r.Options.UnreachableTolerationSeconds)
 	var out []leave
 	var next time.Time
+	counting := map[string]bool{}
 	for _, tc := range spec.Clusters {
 		c := &clusterv1alpha1.Cluster{}
 		if err := r.Client.Get(ctx, types.NamespacedName{Name: tc.Name}, c); err != nil {
@@ -273,7 +287,9 @@ func (r *Reconciler) taintPhase(ctx context.Context, rb client.Object, spec *wor
 			if next.IsZero() || ev.At.Before(next) {
 				next = ev.At
 			}
-			r.once(rb, tc.Name, "countdown/"+tc.Name+"/"+failover.Describe(ev.Taint)+"/"+ev.At.String(), corev1.EventTypeNormal, EventReasonTaintToleration,
+			what := "countdown/" + tc.Name + "/" + failover.Describe(ev.Taint) + "/" + ev.At.String()
+			counting[what] = true
+			r.once(rb, tc.Name, what, corev1.EventTypeNormal, EventReasonTaintToleration,
 				"Cluster %s is tainted %s; the workload leaves it at %s unless the taint goes", tc.Name, failover.Describe(ev.Taint), ev.At.UTC().Format(time.RFC3339))
 			continue
 		}
@@ -300,6 +316,8 @@ func (r *Reconciler) taintPhase(ctx context.Context, rb client.Object, spec *wor
 		}
 		out = append(out, l)
 	}
+	// A countdown that ended, or whose taint went: said again if a taint comes back.
+	r.keepTold(rb, "countdown/", func(what string) bool { return counting[what] })
 	return out, next, nil
 }
 
@@ -311,37 +329,37 @@ func (r *Reconciler) applicationPhase(rb client.Object, spec *workv1alpha2.Resou
 	app := failoverApplication(spec)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	prefix := r.key(rb, "unhealthy/")
+	m := r.rememberLocked(rb)
+	// Kept: the clusters where the workload is still unhealthy and has not left.
+	was := m.unhealthySince
+	m.unhealthySince = nil
+	defer r.tidyLocked(rb)
 	if app == nil {
-		for k := range r.unhealthySince {
-			if strings.HasPrefix(k, prefix) {
-				delete(r.unhealthySince, k)
-			}
-		}
 		return nil, time.Time{}
 	}
-	if r.unhealthySince == nil {
-		r.unhealthySince = map[string]time.Time{}
-	}
 	toleration := time.Duration(ptr.Deref(app.DecisionConditions.TolerationSeconds, DefaultApplicationTolerationSeconds)) * time.Second
+	keep := func(cluster string, since time.Time) {
+		if m.unhealthySince == nil {
+			m.unhealthySince = map[string]time.Time{}
+		}
+		m.unhealthySince[cluster] = since
+	}
 	var out []leave
 	var next time.Time
 	for _, tc := range spec.Clusters {
-		key := prefix + tc.Name
 		w := works[tc.Name]
 		if !unhealthy(w) || slices.ContainsFunc(already, func(l leave) bool { return l.Cluster == tc.Name }) {
-			delete(r.unhealthySince, key)
 			continue
 		}
-		since, seen := r.unhealthySince[key]
+		since, seen := was[tc.Name]
 		if !seen {
 			since = now
-			r.unhealthySince[key] = now
 			r.eventLocked(rb, spec, tc.Name, corev1.EventTypeWarning, EventReasonApplicationUnhealthy,
 				"The workload is unhealthy on cluster %s; it moves at %s if it stays so", tc.Name, now.Add(toleration).UTC().Format(time.RFC3339))
 		}
 		due := since.Add(toleration)
 		if now.Before(due) {
+			keep(tc.Name, since)
 			if next.IsZero() || due.Before(next) {
 				next = due
 			}
@@ -354,13 +372,13 @@ func (r *Reconciler) applicationPhase(rb client.Object, spec *workv1alpha2.Resou
 			state, err := failover.PreserveState(app.StatePreservation.Rules, w.Status.ManifestStatuses[0].Status)
 			if err != nil {
 				// The workload still runs there: it stays until its state can be carried.
+				keep(tc.Name, since)
 				r.eventLocked(rb, spec, tc.Name, corev1.EventTypeWarning, EventReasonEvictWorkloadFromClusterFailed,
 					"Not leaving cluster %s: %v", tc.Name, err)
 				continue
 			}
 			l.Preserved = state
 		}
-		delete(r.unhealthySince, key)
 		out = append(out, l)
 	}
 	return out, next

@@ -39,6 +39,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Options.GracePeriod = DefaultOptions.GracePeriod
 	}
 	sample := r.NewBinding()
+	// The bindings of a shard another replica holds are not looked at here any more.
+	r.Shards.OnLost(r.forgetShard)
 	// Bindings by the clusters of their eviction tasks: a cluster that recovers may end a
 	// task of a binding no longer placed on it.
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), sample, IndexEvictedFrom, func(o client.Object) []string {

@@ -31,6 +31,8 @@ import (
 var (
 	host *localcluster.Cluster
 	c    client.Client
+	// reconciler is the suite's ResourceBinding failover controller, for what it keeps.
+	reconciler *failover.Reconciler
 )
 
 // The grace period of the suite's failover controller: short, so that overdue tasks show, and
@@ -97,9 +99,13 @@ func startManager(h *localcluster.Cluster) (func(), error) {
 		}
 		opts := failover.DefaultOptions
 		opts.GracePeriod, opts.Workers = gracePeriod, 4
-		if err := (&failover.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("failover-controller"),
-			NewBinding: nb, Options: opts}).SetupWithManager(mgr); err != nil {
+		r := &failover.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("failover-controller"),
+			NewBinding: nb, Options: opts}
+		if err := r.SetupWithManager(mgr); err != nil {
 			return fail(err)
+		}
+		if _, ok := nb().(*workv1alpha2.ResourceBinding); ok {
+			reconciler = r
 		}
 	}
 	done := make(chan struct{})

@@ -31,7 +31,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,6 +55,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/mcs"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/memberqueue"
+	"github.com/flotilla-io/flotilla/internal/memo"
 )
 
 const (
@@ -105,17 +105,21 @@ type Reconciler struct {
 
 	queues *memberqueue.Queues[types.NamespacedName]
 	wake   chan event.GenericEvent
-	// plans holds the resolved service by key; a key without a plan has nothing derived.
-	plans sync.Map // types.NamespacedName → *mcs.Plan
-	// known are the keys that had a plan, to look at again when members come and go.
-	known sync.Map // types.NamespacedName → struct{}
-	// results are the outcomes of the last write of a key into a member.
-	results sync.Map // result → string ("" is success)
+	// plans holds the resolved service by key, to look at again when members come and go; a
+	// key without a plan has nothing derived (what a member still has of it is deleted by
+	// the work the reconcile that dropped the plan queued, or found by setupMember when the
+	// member comes back).
+	plans memo.Map[types.NamespacedName, *mcs.Plan]
+	// results are the outcomes of the last write of a key into a member that consumes it ("" is
+	// success); a member that does not (any more) has none.
+	results memo.Map[result, string]
 	// crds remembers the members whose MCS CRDs are in place.
-	crds sync.Map // cluster → struct{}
+	crds memo.Map[string, struct{}]
 	// namespaces remembers the namespaces known to exist in consumers.
-	namespaces sync.Map // "<cluster>/<namespace>" → struct{}
+	namespaces memo.Map[memberNamespace, struct{}]
 }
+
+type memberNamespace struct{ cluster, namespace string }
 
 type result struct {
 	key     types.NamespacedName
@@ -155,7 +159,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if plan != nil {
 		r.plans.Store(req.NamespacedName, plan)
-		r.known.Store(req.NamespacedName, struct{}{})
 	} else {
 		r.plans.Delete(req.NamespacedName)
 	}
@@ -341,8 +344,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, m *networkingv1alpha1.Mult
 	default:
 		var failed []string
 		for _, c := range plan.Consumers {
-			if v, ok := r.results.Load(result{key: client.ObjectKeyFromObject(m), cluster: c}); ok && v.(string) != "" {
-				failed = append(failed, c+": "+v.(string))
+			if v, ok := r.results.Load(result{key: client.ObjectKeyFromObject(m), cluster: c}); ok && v != "" {
+				failed = append(failed, c+": "+v)
 			}
 		}
 		if len(failed) > 0 {

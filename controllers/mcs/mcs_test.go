@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
@@ -346,6 +348,40 @@ var _ = Describe("MultiClusterService", func() {
 	})
 })
 
+var _ = Describe("What the controller keeps of a service", func() {
+	It("is forgotten when the service goes: its plan and every member's write result", func(ctx context.Context) {
+		ns := "mcs-forget"
+		var keys []types.NamespacedName
+		for i := range 3 {
+			name := fmt.Sprintf("churn-%d", i)
+			provide(ctx, "member1", ns, name, 80, fmt.Sprintf("10.1.9.%d", i+1))
+			exportIn(ctx, "member1", ns, name)
+			keys = append(keys, types.NamespacedName{Namespace: ns, Name: name})
+		}
+		for _, key := range keys {
+			Eventually(func(g Gomega) {
+				g.Expect(imported(ctx, g, "member3", ns, key.Name)).To(HaveKey("member1"))
+				plan, results := reconciler.Remembers(key)
+				g.Expect(plan).To(BeTrue())
+				g.Expect(results).To(Equal(3), "one result per consumer")
+			}).WithContext(ctx).Should(Succeed())
+		}
+
+		for _, key := range keys {
+			Expect(env.Members["member1"].Delete(ctx, &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})).To(Succeed())
+			Expect(env.Members["member1"].Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})).To(Succeed())
+		}
+		for _, key := range keys {
+			Eventually(func(g Gomega) {
+				g.Expect(imported(ctx, g, "member3", ns, key.Name)).To(BeEmpty())
+				plan, results := reconciler.Remembers(key)
+				g.Expect(plan).To(BeFalse(), "plan of %s", key)
+				g.Expect(results).To(BeZero(), "write results of %s", key)
+			}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		}
+	})
+})
+
 var _ = Describe("A member leaving", func() {
 	It("takes its endpoints out of every consumer, and brings them back when it joins again", func(ctx context.Context) {
 		ns := "mcs-leave"
@@ -362,6 +398,8 @@ var _ = Describe("A member leaving", func() {
 		Eventually(func() bool { return apierrors.IsNotFound(env.Host.Get(ctx, client.ObjectKeyFromObject(c), c)) }).WithContext(ctx).Should(BeTrue())
 		Eventually(func(g Gomega) map[string][]string { return imported(ctx, g, "member3", ns, "db") }).
 			WithContext(ctx).Should(Equal(map[string][]string{"member1": {"10.1.3.1"}}))
+		Eventually(func() int { return reconciler.RemembersMember("member2") }).WithContext(ctx).WithTimeout(30*time.Second).
+			Should(BeZero(), "write results, CRDs and namespaces kept of the deleted member2")
 		Eventually(func(g Gomega) map[string][]string { return imported(ctx, g, "member1", ns, "db") }).
 			WithContext(ctx).Should(Equal(map[string][]string{"member1": {"10.1.3.1"}}))
 

@@ -39,12 +39,9 @@ func (r *Reconciler) process(ctx context.Context, cluster string, key types.Name
 	if err := r.watch(ctx, cluster, serviceGVK, sliceGVK); err != nil {
 		return ctrl.Result{}, err
 	}
-	var plan *mcs.Plan
-	if v, ok := r.plans.Load(key); ok {
-		plan = v.(*mcs.Plan)
-	}
+	plan, _ := r.plans.Load(key)
 	err = r.sync(ctx, mem, key, plan)
-	r.record(key, cluster, err)
+	r.record(key, cluster, err, plan != nil && plan.Serves(cluster))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -121,7 +118,7 @@ func (r *Reconciler) sync(ctx context.Context, mem *member.Member, key types.Nam
 // MCS API's namespace sameness), labelled as Flotilla's. It is never deleted by the
 // controller: other things may live in it by then.
 func (r *Reconciler) ensureNamespace(ctx context.Context, mem *member.Member, ns string) error {
-	done := mem.Name + "/" + ns
+	done := memberNamespace{cluster: mem.Name, namespace: ns}
 	if _, ok := r.namespaces.Load(done); ok {
 		return nil
 	}
@@ -169,7 +166,7 @@ func (r *Reconciler) apply(ctx context.Context, mem *member.Member, obj client.O
 	}
 	err = mem.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership)
 	if apierrors.IsNotFound(err) {
-		r.namespaces.Delete(mem.Name + "/" + obj.GetNamespace()) // deleted since: create it again next time
+		r.namespaces.Delete(memberNamespace{cluster: mem.Name, namespace: obj.GetNamespace()}) // deleted since: create it again next time
 	}
 	if err != nil {
 		return err
@@ -322,20 +319,38 @@ func (r *Reconciler) reportExport(ctx context.Context, mem *member.Member, key t
 }
 
 // record keeps the outcome of a write and wakes the service when it changed, so that a
-// MultiClusterService's status follows.
-func (r *Reconciler) record(key types.NamespacedName, cluster string, err error) {
+// MultiClusterService's status follows. The success of a member that does not consume the
+// service (derived objects deleted, or none) is not kept: a service is written to every
+// member, and most services and members come and go.
+func (r *Reconciler) record(key types.NamespacedName, cluster string, err error, consumes bool) {
 	msg := ""
 	if err != nil {
 		msg = err.Error()
 	}
-	prev, loaded := r.results.Swap(result{key: key, cluster: cluster}, msg)
-	if !loaded || prev.(string) != msg {
-		m := &networkingv1alpha1.MultiClusterService{}
-		m.Namespace, m.Name = key.Namespace, key.Name
-		select {
-		case r.wake <- event.GenericEvent{Object: m}:
-		default:
+	k := result{key: key, cluster: cluster}
+	if msg == "" && !consumes {
+		if prev, loaded := r.results.Load(k); loaded {
+			r.results.Delete(k)
+			if prev != "" {
+				r.wakeStatus(key)
+			}
 		}
+		return
+	}
+	prev, loaded := r.results.Swap(k, msg)
+	if !loaded || prev != msg {
+		r.wakeStatus(key)
+	}
+}
+
+// wakeStatus brings the service back without waiting, when the queue has room: its status
+// follows the results.
+func (r *Reconciler) wakeStatus(key types.NamespacedName) {
+	m := &networkingv1alpha1.MultiClusterService{}
+	m.Namespace, m.Name = key.Namespace, key.Name
+	select {
+	case r.wake <- event.GenericEvent{Object: m}:
+	default:
 	}
 }
 

@@ -27,8 +27,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	}
 	r.queues = memberqueue.New("mcs", r.MemberWorkers, r.process)
 	r.queues.Timeout = r.MemberWorkTimeout
-	// A deleted Cluster's queue and workers go with it.
+	// A deleted Cluster's queue and workers go with it, and what was kept of it.
 	r.Members.OnRemove(r.queues.Remove)
+	r.Members.OnRemove(r.forgetMember)
 	if err := mgr.Add(r.queues); err != nil {
 		return err
 	}
@@ -38,21 +39,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		For(&networkingv1alpha1.MultiClusterService{}).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.allKeys)).
 		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
-		WatchesRawSource(source.Channel(r.Members.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.mapMember))).
+		WatchesRawSource(r.Members.Source("mcs", handler.EnqueueRequestsFromMapFunc(r.mapMember))).
 		Complete(r)
 }
 
-// allKeys returns every service the controller knows and every MultiClusterService: when
+// forgetMember drops what was kept of a member whose Cluster is gone: its write results,
+// that its CRDs are in place, the namespaces it has. A member joined again under the name
+// starts afresh.
+func (r *Reconciler) forgetMember(cluster string) {
+	r.results.DeleteFunc(func(k result, _ string) bool { return k.cluster == cluster })
+	r.crds.Delete(cluster)
+	r.namespaces.DeleteFunc(func(k memberNamespace, _ struct{}) bool { return k.cluster == cluster })
+}
+
+// allKeys returns every service the controller has a plan of and every MultiClusterService: when
 // members come and go, each may gain or lose providers and consumers.
 func (r *Reconciler) allKeys(ctx context.Context, _ client.Object) []reconcile.Request {
 	var out []reconcile.Request
 	seen := map[types.NamespacedName]bool{}
-	r.known.Range(func(k, _ any) bool {
-		key := k.(types.NamespacedName)
+	for _, key := range r.plans.Keys() {
 		seen[key] = true
 		out = append(out, reconcile.Request{NamespacedName: key})
-		return true
-	})
+	}
 	list := &networkingv1alpha1.MultiClusterServiceList{}
 	if err := r.Client.List(ctx, list); err == nil {
 		for i := range list.Items {

@@ -18,6 +18,9 @@ import (
 // kube-controller-manager label them.
 var env *fleettest.Env
 
+// reconciler is the suite's mcs controller, for what it keeps in memory.
+var reconciler *mcscontroller.Reconciler
+
 func TestMCSController(t *testing.T) {
 	fleettest.RunSuite(t, "Multi-cluster services controller suite", "a host and three member clusters")
 }
@@ -26,8 +29,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	env = fleettest.Start(ctx, fleettest.Options{Name: "mcs", Members: 3})
 	mgr := env.NewManager()
 	members := env.SetupClusterController(mgr)
-	Expect((&mcscontroller.Reconciler{Client: mgr.GetClient(), Members: members,
-		Recorder: mgr.GetEventRecorder(mcscontroller.ControllerName)}).SetupWithManager(mgr, 2)).To(Succeed())
+	reconciler = &mcscontroller.Reconciler{Client: mgr.GetClient(), Members: members,
+		Recorder: mgr.GetEventRecorder(mcscontroller.ControllerName)}
+	Expect(reconciler.SetupWithManager(mgr, 2)).To(Succeed())
 	fleettest.StartManager(mgr)
 	env.JoinAndWait(ctx)
 }, NodeTimeout(3*time.Minute))

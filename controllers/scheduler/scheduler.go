@@ -14,7 +14,6 @@ import (
 	"fmt"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -57,16 +55,23 @@ type Reconciler struct {
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
-	retries     workqueue.TypedRateLimiter[reconcile.Request]
-	retriesOnce sync.Once
+	// failures counts, by binding, the attempts that found no placement since the last that
+	// did: the backoff of unschedulable bindings (retryDelay).
+	failures memo.Map[types.NamespacedName, int]
 	// observed is, by binding, the Scheduled status last written (observedMemo): the event
 	// of the scheduler's own spec write brings the binding back before the cache shows the
 	// status write that followed it, and that status is not written twice.
 	observed memo.Map[types.NamespacedName, [sha256.Size]byte]
 }
 
+// forget drops what is kept of a binding that is gone: its backoff and its status memo.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.failures.Delete(key)
+	r.observed.Delete(key)
+}
+
 // observedMemo identifies a Scheduled status written for one generation of a binding: a
-// digest, kept per binding for the manager's lifetime.
+// digest, kept per binding until the binding is gone.
 func observedMemo(rb client.Object, cond metav1.Condition) [sha256.Size]byte {
 	return sha256.Sum256(fmt.Appendf(nil, "%s/%d/%s/%s/%s", rb.GetUID(), rb.GetGeneration(), cond.Status, cond.Reason, cond.Message))
 }
@@ -77,13 +82,26 @@ const (
 	retryMaxDelay  = 5 * time.Minute
 )
 
-// backoff is the per-binding retry delay of unschedulable bindings: retryBaseDelay, doubled
-// per failed attempt, at most retryMaxDelay; forgotten once the binding is placed.
-func (r *Reconciler) backoff() workqueue.TypedRateLimiter[reconcile.Request] {
-	r.retriesOnce.Do(func() {
-		r.retries = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](retryBaseDelay, retryMaxDelay)
-	})
-	return r.retries
+// retryDelay is the retry delay of an unschedulable binding after failures attempts that
+// found no placement before this one: retryBaseDelay, doubled per attempt, at most
+// retryMaxDelay.
+func retryDelay(failures int) time.Duration {
+	d := retryBaseDelay
+	for range failures {
+		if d *= 2; d >= retryMaxDelay {
+			return retryMaxDelay
+		}
+	}
+	return d
+}
+
+// failedAttempt counts an attempt that found no placement and returns when to try again.
+// The attempts of one binding are never concurrent (its key is reconciled by one worker at a
+// time), so the count is not raced.
+func (r *Reconciler) failedAttempt(key types.NamespacedName) time.Duration {
+	n, _ := r.failures.Load(key)
+	r.failures.Store(key, n+1)
+	return retryDelay(n)
 }
 
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings;clusterresourcebindings,verbs=get;list;watch;update;patch
@@ -115,7 +133,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	rb := r.NewBinding()
 	if err := r.Client.Get(ctx, req.NamespacedName, rb); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.observed.Delete(req.NamespacedName)
+			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -125,11 +143,14 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// event (one success event per propagation, not one per stage).
 	scheduledBefore := meta.FindStatusCondition(status.Conditions, wellknown.ConditionScheduled) != nil
 	if rb.GetDeletionTimestamp() != nil || !r.mine(spec.SchedulerName) {
+		// Going, or another scheduler's: nothing here is retried any more.
+		r.failures.Delete(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if spec.Placement == nil {
 		// A dependency's binding with no policy of its own (propagateDeps): it goes where
 		// the workloads that need it go (spec.requiredBy), not where a scheduler puts it.
+		r.failures.Delete(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	clusters, err := r.clusters(ctx)
@@ -140,7 +161,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	need, why := scheduler.NeedsSchedule(in, clusters)
 	var result scheduler.Result
 	if !need {
-		r.backoff().Forget(req)
+		r.failures.Delete(req.NamespacedName)
 		if !Duplicated(spec) || len(spec.Clusters) == 0 || suspended(spec) {
 			return ctrl.Result{}, r.observe(ctx, rb)
 		}
@@ -165,7 +186,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case errors.As(err, &unsched):
 		// Retried when a cluster's capacity, taints or labels change (see SetupWithManager),
 		// and after a backoff that doubles per failed attempt, up to retryMaxDelay.
-		retry := r.backoff().When(req)
+		retry := r.failedAttempt(req.NamespacedName)
 		log.V(1).Info("Binding is unschedulable", "message", unsched.Error(), "retryAfter", retry)
 		return ctrl.Result{RequeueAfter: retry}, r.failed(ctx, rb, wellknown.ReasonBindingUnschedulable, unsched.Error())
 	case errors.Is(err, scheduler.ErrInvalidPlacement):
@@ -174,7 +195,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 
-	r.backoff().Forget(req)
+	r.failures.Delete(req.NamespacedName)
 	placement, err := scheduler.AppliedPlacement(spec.Placement)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -72,7 +72,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		name = "cluster-scheduler"
 	}
 	// What was last written of a shard another replica held may be out of date.
-	r.Shards.OnLost(func(int) { r.observed.Clear() })
+	// The bindings of a shard another replica holds are not reconciled here any more: their
+	// backoff goes too.
+	r.Shards.OnLost(func(int) { r.observed.Clear(); r.failures.Clear() })
 	// The bindings' own events and the Clusters' are queued at the bindings' schedulePriority:
 	// when many wait (a cluster failed, capacity came back), those of higher priority are
 	// placed first. Named, not For: For's handler would queue them all at one priority.

@@ -220,7 +220,7 @@ func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		WithOptions(r.Shards.Options(controller.Options{MaxConcurrentReconciles: workers})).
 		For(&workv1alpha1.Work{}, builder.WithPredicates(appliedChanged())).
 		WatchesRawSource(source.Channel(r.requeue, &handler.EnqueueRequestForObject{})).
-		WatchesRawSource(source.Channel(r.Members.Subscribe(), execution.MemberEventHandler(mgr.GetClient())))
+		WatchesRawSource(r.Members.Source("workstatus", execution.MemberEventHandler(mgr.GetClient())))
 	return r.Shards.Complete(b, shard.ListFrom(mgr.GetCache(), func() client.ObjectList { return &workv1alpha1.WorkList{} }), r)
 }
 

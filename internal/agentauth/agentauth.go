@@ -8,8 +8,9 @@
 //     karmada-es-<cluster>. A RoleBinding there gives it the ClusterRole AgentRole (Works and
 //     their status, its heartbeat Lease, Events, and tokens of itself to rotate its
 //     credential), and the ClusterRole AgentClusterRoleName(cluster) gives it its own Cluster
-//     and that Cluster's status, by resourceNames. Nothing else: not another execution
-//     namespace, not another Cluster, not Secrets, not policies.
+//     and that Cluster's status, by resourceNames, and reads (never writes) the
+//     ResourceInterpreterCustomizations, whose scripts it runs as the manager does. Nothing
+//     else: not another execution namespace, not another Cluster, not Secrets, not policies.
 //   - A bootstrap token is a short-lived token of a ServiceAccount BootstrapServiceAccount(id)
 //     in SystemNamespace, bound to BootstrapRole: it may create Clusters, and the admission
 //     policy BootstrapPolicyName allows it one: the Pull Cluster its id names
@@ -42,6 +43,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 )
 
@@ -161,11 +163,16 @@ func AgentRules() []rbacv1.PolicyRule {
 	}
 }
 
-// AgentClusterRules are the rules of AgentClusterRoleName(cluster).
+// AgentClusterRules are the rules of AgentClusterRoleName(cluster): its own Cluster, and the
+// ResourceInterpreterCustomizations (cluster scoped, so not in AgentRules, which a
+// RoleBinding grants), read only: the agent applies their retention, status reflection and
+// health scripts to its member's objects as the manager does for a Push member, and the
+// manager alone reports on them.
 func AgentClusterRules(cluster string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters"}, ResourceNames: []string{cluster}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters/status"}, ResourceNames: []string{cluster}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{configv1alpha1.GroupVersion.Group}, Resources: []string{"resourceinterpretercustomizations"}, Verbs: []string{"get", "list", "watch"}},
 	}
 }
 

@@ -155,7 +155,10 @@ func SecurityTables(root string, member []rbacv1.PolicyRule) (string, error) {
 
 	b.WriteString("\n### A Pull agent on the host\n\n")
 	b.WriteString("`flotilla:agent`, bound in its execution namespace only, and `flotilla:agent:<cluster>` for its own Cluster " +
-		"(`internal/agentauth`, shipped as `config/rbac/agent_roles.yaml`). Enforced by the `controllers/agent` suite.\n\n")
+		"and to read the ResourceInterpreterCustomizations, whose retention, status reflection and health scripts it runs on its " +
+		"member as the manager does on a Push member (`internal/agentauth`, shipped as `config/rbac/agent_roles.yaml`; " +
+		"the cluster controller makes `flotilla:agent:<cluster>`). Limited by RBAC alone: the manager's guard matches the " +
+		"manager's username only. Enforced by the `controllers/agent` suite.\n\n")
 	rulesTable(&b, agentauth.AgentRules(), nil)
 	b.WriteString("\n")
 	rulesTable(&b, agentauth.AgentClusterRules("<cluster>"), nil)

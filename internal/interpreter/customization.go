@@ -86,3 +86,15 @@ func (i Interpreter) Customized(gvk schema.GroupVersionKind, op Operation) bool 
 	_, ok := i.custom(u, op)
 	return ok
 }
+
+// ReadsMemberObjects reports whether a customization interprets member objects of gvk
+// (retention, status reflection or health), and so may read fields the member caches trim
+// (internal/member's Options.Whole).
+func (i Interpreter) ReadsMemberObjects(gvk schema.GroupVersionKind) bool {
+	for _, op := range []Operation{OperationRetain, OperationReflectStatus, OperationInterpretHealth} {
+		if i.Customized(gvk, op) {
+			return true
+		}
+	}
+	return false
+}

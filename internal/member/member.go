@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -258,9 +257,10 @@ type Manager struct {
 	mu         sync.RWMutex
 	members    map[string]*Member
 
+	// subMu guards the subscribers (events.go) and onRemove.
 	subMu      sync.RWMutex
-	subs       []chan event.GenericEvent
-	healthSubs []chan event.GenericEvent
+	subs       map[*subscriber]struct{}
+	healthSubs map[*subscriber]struct{}
 	onRemove   []func(name string)
 
 	// newConfig builds a member's REST config; tests may replace it.
@@ -284,7 +284,8 @@ func NewManager(scheme *runtime.Scheme, opts Options) *Manager {
 	if opts.ProbeInterval <= 0 {
 		opts.ProbeInterval = DefaultOptions.ProbeInterval
 	}
-	return &Manager{scheme: scheme, opts: opts, members: map[string]*Member{}, newConfig: RESTConfig}
+	return &Manager{scheme: scheme, opts: opts, members: map[string]*Member{}, newConfig: RESTConfig,
+		subs: map[*subscriber]struct{}{}, healthSubs: map[*subscriber]struct{}{}}
 }
 
 // RESTConfig builds the REST config of a Push member from its Cluster and credentials Secret.
@@ -584,58 +585,14 @@ func (m *Manager) probe(ctx context.Context, mem *Member) {
 		} else {
 			logf.FromContext(ctx).Info("Member cluster probe failed", "Cluster", name, "error", err)
 		}
-		m.notify(clusterEvent(name))
+		m.notify(clusterKey(name), clusterEvent(name))
 	} else if wasDown != nowDown {
-		m.notifyHealth(clusterEvent(name))
-	}
-}
-
-// SubscribeHealth returns a channel that receives an event (a *Cluster with only its name)
-// whenever a member connects, disconnects or is found Down after FailureThreshold failed
-// probes. Use it with source.Channel.
-func (m *Manager) SubscribeHealth() <-chan event.GenericEvent { return m.subscribe(&m.healthSubs) }
-
-func (m *Manager) notifyHealth(ev event.GenericEvent) { m.send(m.healthSubs, ev) }
-
-func (m *Manager) subscribe(to *[]chan event.GenericEvent) <-chan event.GenericEvent {
-	ch := make(chan event.GenericEvent, 1024)
-	m.subMu.Lock()
-	*to = append(*to, ch)
-	m.subMu.Unlock()
-	return ch
-}
-
-func (m *Manager) send(to []chan event.GenericEvent, ev event.GenericEvent) {
-	m.subMu.RLock()
-	defer m.subMu.RUnlock()
-	for _, ch := range to {
-		ch <- ev
-	}
-}
-
-// clusterEvent is the event sent to subscribers when a member connects or disconnects: a
-// Cluster object carrying only its name.
-func clusterEvent(name string) event.GenericEvent {
-	c := &clusterv1alpha1.Cluster{}
-	c.Name = name
-	c.SetGroupVersionKind(clusterv1alpha1.GroupVersion.WithKind("Cluster"))
-	return event.GenericEvent{Object: c}
-}
-
-// Subscribe returns a channel that receives an event for every connect and disconnect (the
-// object is a *Cluster with only its name set) and for every change of a watched member
-// object (the object is the member object). Use it with source.Channel.
-func (m *Manager) Subscribe() <-chan event.GenericEvent { return m.subscribe(&m.subs) }
-
-func (m *Manager) notify(ev event.GenericEvent) {
-	m.send(m.subs, ev)
-	if _, ok := ev.Object.(*clusterv1alpha1.Cluster); ok {
-		m.send(m.healthSubs, ev)
+		m.notifyHealth(clusterKey(name), clusterEvent(name))
 	}
 }
 
 // Watch makes the member's cache watch managed objects of one kind and route their events to
-// subscribers. It is idempotent.
+// the subscribers (Source). It is idempotent.
 func (m *Manager) Watch(ctx context.Context, name string, gvk schema.GroupVersionKind) error {
 	m.mu.RLock()
 	mem := m.members[name]
@@ -660,7 +617,7 @@ func (m *Manager) Watch(ctx context.Context, name string, gvk schema.GroupVersio
 			o = d.Obj
 		}
 		if co, ok := o.(client.Object); ok {
-			m.notify(event.GenericEvent{Object: co})
+			m.notify(eventKey{cluster: name, gvk: gvk, namespace: co.GetNamespace(), name: co.GetName()}, co)
 		}
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{

@@ -82,12 +82,47 @@ func (m *Map[K, V]) Delete(k K) {
 	}
 	delete(m.m, k)
 	if m.peak >= shrinkBelow && len(m.m) < m.peak/4 {
-		smaller := make(map[K]V, len(m.m))
-		for k, v := range m.m {
-			smaller[k] = v
-		}
-		m.m, m.peak = smaller, len(smaller)
+		m.shrinkLocked()
 	}
+}
+
+// shrinkLocked moves the values to a map of their size.
+func (m *Map[K, V]) shrinkLocked() {
+	smaller := make(map[K]V, len(m.m))
+	for k, v := range m.m {
+		smaller[k] = v
+	}
+	m.m, m.peak = smaller, len(smaller)
+}
+
+// DeleteFunc removes the values for which del returns true, and returns how many it removed:
+// what is kept of objects that went together (a member's, a binding's) goes at once. del is
+// called under the lock and must not use m.
+func (m *Map[K, V]) DeleteFunc(del func(K, V) bool) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for k, v := range m.m {
+		if del(k, v) {
+			delete(m.m, k)
+			n++
+		}
+	}
+	if n > 0 && m.peak >= shrinkBelow && len(m.m) < m.peak/4 {
+		m.shrinkLocked()
+	}
+	return n
+}
+
+// Keys returns the keys stored, in no order.
+func (m *Map[K, V]) Keys() []K {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]K, 0, len(m.m))
+	for k := range m.m {
+		out = append(out, k)
+	}
+	return out
 }
 
 // Clear removes every value and lets go of the memory they took.

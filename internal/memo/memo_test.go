@@ -3,6 +3,7 @@ package memo
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -70,6 +71,27 @@ func TestMapShrinks(t *testing.T) {
 	}
 	if m.Len() != 10 {
 		t.Fatalf("Len = %d, want 10", m.Len())
+	}
+}
+
+func TestMapDeleteFuncAndKeys(t *testing.T) {
+	var m Map[string, int]
+	if n := m.DeleteFunc(func(string, int) bool { return true }); n != 0 || len(m.Keys()) != 0 {
+		t.Fatalf("the zero Map: DeleteFunc removed %d, Keys = %v", n, m.Keys())
+	}
+	const n = 4 * shrinkBelow
+	for i := range n {
+		m.Store(fmt.Sprintf("a/%d", i), i)
+	}
+	m.Store("b/0", -1)
+	if got := m.DeleteFunc(func(k string, _ int) bool { return strings.HasPrefix(k, "a/") }); got != n {
+		t.Fatalf("DeleteFunc removed %d, want %d", got, n)
+	}
+	if keys := m.Keys(); len(keys) != 1 || keys[0] != "b/0" {
+		t.Fatalf("Keys = %v after removing a/*, want [b/0]", keys)
+	}
+	if m.peak >= n {
+		t.Fatalf("peak = %d after DeleteFunc removed all but one of %d: the map was not rebuilt", m.peak, n+1)
 	}
 }
 
