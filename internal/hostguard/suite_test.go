@@ -129,38 +129,42 @@ var _ = Describe("The manager's guard", Ordered, func() {
 			Expect(err.Error()).To(ContainSubstring("flotilla-manager-guard"), what)
 		}
 
-		allowed := map[string]func() error{
-			"the held label of a namespace": func() error { return patchLabel(ctx, manager, shop, wellknown.HeldLabel, wellknown.HeldTrue) },
-			"an execution namespace": func() error {
+		// In order: the execution namespace before what goes into it.
+		allowed := []struct {
+			what  string
+			write func() error
+		}{
+			{"the held label of a namespace", func() error { return patchLabel(ctx, manager, shop, wellknown.HeldLabel, wellknown.HeldTrue) }},
+			{"an execution namespace", func() error {
 				return manager.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wellknown.ExecutionNamespace("m1")}})
-			},
-			"a Pull agent's ServiceAccount in its execution namespace": func() error {
+			}},
+			{"a Pull agent's ServiceAccount in its execution namespace", func() error {
 				return manager.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: wellknown.ExecutionNamespace("m1"), Name: "agent"}})
-			},
-			"a Pull agent's ClusterRole": func() error {
+			}},
+			{"a Pull agent's ClusterRole", func() error {
 				return manager.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "flotilla:agent:m1"}})
-			},
-			"an event in a user's namespace": func() error {
+			}},
+			{"an event in a user's namespace", func() error {
 				return manager.Create(ctx, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "e"},
 					EventTime: metav1.NowMicro(), ReportingController: "flotilla.io/manager", ReportingInstance: "flotilla-1", Action: "Propagate", Reason: "Test",
 					Regarding: corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "x"}, Type: corev1.EventTypeNormal})
-			},
-			"its leader election lease": func() error {
+			}},
+			{"its leader election lease", func() error {
 				return manager.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flotilla"}})
-			},
-			"a template's status": func() error {
+			}},
+			{"a template's status", func() error {
 				return manager.Status().Patch(ctx, dns, client.RawPatch(types.MergePatchType, []byte(`{"status":{"observedGeneration":1}}`)))
-			},
-			"deleting a used bootstrap token's ServiceAccount": func() error {
+			}},
+			{"deleting a used bootstrap token's ServiceAccount", func() error {
 				return manager.Delete(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: agentauth.BootstrapServiceAccount("m1-abcdef")}})
-			},
-			"its own kinds": func() error {
+			}},
+			{"its own kinds", func() error {
 				return manager.Create(ctx, &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "pp"},
 					Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap"}}}})
-			},
+			}},
 		}
-		for what, write := range allowed {
-			Expect(write()).To(Succeed(), what)
+		for _, a := range allowed {
+			Expect(a.write()).To(Succeed(), a.what)
 		}
 		Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(shop), shop)).To(Succeed())
 		Expect(shop.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
