@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
@@ -84,22 +83,9 @@ var _ = Describe("A dependency whose preserve mark meets a conflict", func() {
 		Expect(deps.SetupWithManager(mgr, 2)).To(Succeed())
 		fleettest.StartManager(mgr)
 
-		Expect(own.Host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
-		Expect(own.Host.Create(ctx, cm)).To(Succeed())
-		web := fleettest.Deployment(ns, "web", 1)
-		web.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
-			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}
-		Expect(own.Host.Create(ctx, web)).To(Succeed())
 		// The workload's binding, held by a finalizer of the test's (the binding controller's,
 		// in a manager), is unbound with its member objects kept.
-		parent := &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: parentKey.Name, Finalizers: []string{hold}},
-			Spec: workv1alpha2.ResourceBindingSpec{
-				Resource:                    workv1alpha2.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "web", UID: web.UID},
-				PropagateDeps:               true,
-				PreserveResourcesOnDeletion: ptr.To(true),
-			}}
-		Expect(own.Host.Create(ctx, parent)).To(Succeed())
+		parent := preservingWorkload(ctx, own.Host, ns, hold)
 		dep := &workv1alpha2.ResourceBinding{}
 		Eventually(func(g Gomega) {
 			g.Expect(own.Host.Get(ctx, depKey, dep)).To(Succeed())

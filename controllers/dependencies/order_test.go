@@ -48,22 +48,9 @@ var _ = Describe("A preserving workload's binding deleted while the dependencies
 		ns := "deps-order"
 		parentKey := types.NamespacedName{Namespace: ns, Name: "web-deployment"}
 		depKey := types.NamespacedName{Namespace: ns, Name: "cfg-configmap"}
-		Expect(own.Host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"})
-		Expect(own.Host.Create(ctx, cm)).To(Succeed())
-		web := fleettest.Deployment(ns, "web", 1)
-		web.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
-			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}
-		Expect(own.Host.Create(ctx, web)).To(Succeed())
 		// The workload's binding as the detector makes it for a preserving policy; the test's
 		// finalizer stands for the binding controller's.
-		parent := &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: parentKey.Name, Finalizers: []string{hold}},
-			Spec: workv1alpha2.ResourceBindingSpec{
-				Resource:                    workv1alpha2.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "web", UID: web.UID},
-				PropagateDeps:               true,
-				PreserveResourcesOnDeletion: ptr.To(true),
-			}}
-		Expect(own.Host.Create(ctx, parent)).To(Succeed())
+		parent := preservingWorkload(ctx, own.Host, ns, hold)
 
 		stop := start()
 		dep := &workv1alpha2.ResourceBinding{}
@@ -96,3 +83,25 @@ var _ = Describe("A preserving workload's binding deleted while the dependencies
 		Expect(own.Host.Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
 	}, SpecTimeout(2*time.Minute))
 })
+
+// preservingWorkload creates, in a new namespace, the ConfigMap cfg, a Deployment web that
+// mounts it, and web's binding as the detector makes it for a policy with propagateDeps that
+// preserves member objects, held by the finalizer hold (the binding controller's, in a
+// manager).
+func preservingWorkload(ctx context.Context, host client.Client, ns, hold string) *workv1alpha2.ResourceBinding {
+	GinkgoHelper()
+	Expect(host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	Expect(host.Create(ctx, fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v"}))).To(Succeed())
+	web := fleettest.Deployment(ns, "web", 1)
+	web.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}
+	Expect(host.Create(ctx, web)).To(Succeed())
+	parent := &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-deployment", Finalizers: []string{hold}},
+		Spec: workv1alpha2.ResourceBindingSpec{
+			Resource:                    workv1alpha2.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "web", UID: web.UID},
+			PropagateDeps:               true,
+			PreserveResourcesOnDeletion: ptr.To(true),
+		}}
+	Expect(host.Create(ctx, parent)).To(Succeed())
+	return parent
+}

@@ -190,12 +190,9 @@ func equalResources(a, b corev1.ResourceList) bool {
 	return true
 }
 
-// TestLeastPrivilege holds the generated ClusterRole to least privilege: the only wildcards
-// are the detector's read grant on template kinds (controllers/detector/detector.go) and the
-// binding-status controller's patch of templates' status (the fleet's status,
-// controllers/workstatus/aggregate.go), and nothing may escalate, bind (but the Pull agent's
-// two ClusterRoles, by name), impersonate or read tokens.
-func TestLeastPrivilege(t *testing.T) {
+// allGeneratedRules are every rule of config/rbac/role.yaml, cluster-wide and namespaced.
+func allGeneratedRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
 	roles, err := ReadGeneratedRoles(repoRoot(t))
 	if err != nil {
 		t.Fatal(err)
@@ -205,6 +202,16 @@ func TestLeastPrivilege(t *testing.T) {
 	for _, r := range namespaced {
 		all = append(all, r...)
 	}
+	return all
+}
+
+// TestLeastPrivilege holds the generated ClusterRole to least privilege: the only wildcards
+// are the detector's read grant on template kinds (controllers/detector/detector.go) and the
+// binding-status controller's patch of templates' status (the fleet's status,
+// controllers/workstatus/aggregate.go), and nothing may escalate, bind (but the Pull agent's
+// two ClusterRoles, by name), impersonate or read tokens.
+func TestLeastPrivilege(t *testing.T) {
+	all := allGeneratedRules(t)
 	wildcards := []rbacv1.PolicyRule{
 		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"*"}, Resources: []string{"*/status"}, Verbs: []string{"patch"}},
@@ -253,15 +260,7 @@ var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollecti
 // the user's, and Flotilla writes nothing of them but their status. Before the claim moved to
 // the binding, the detector held patch on every resource of the host.
 func TestNoWriteWildcard(t *testing.T) {
-	roles, err := ReadGeneratedRoles(repoRoot(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster, namespaced := roles.GeneratedRules()
-	all := slices.Clone(cluster)
-	for _, r := range namespaced {
-		all = append(all, r...)
-	}
+	all := allGeneratedRules(t)
 	for _, r := range all {
 		writes := slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return !slices.Contains(writeVerbs, v) })
 		if len(writes) == 0 {
