@@ -24,6 +24,7 @@ import (
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/internal/fleetview"
 	"github.com/flotilla-io/flotilla/internal/localcluster"
 	"github.com/flotilla-io/flotilla/internal/migrate"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
@@ -215,3 +216,58 @@ func splitKey(key string) (string, string) {
 	cluster, name, _ := strings.Cut(key, "/")
 	return cluster, name
 }
+
+var _ = Describe("Promoting a workload that runs in one member", func() {
+	It("takes it and its ConfigMap over in place, without restarting its pods", func(ctx context.Context) {
+		const ns, member = "e2e-promote", "member2"
+		m := env.Members[member]
+		Expect(m.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		cm := configMap(ns, "legacy-config", "v1")
+		Expect(m.Create(ctx, cm)).To(Succeed())
+		d := deploymentTemplate(ns, "legacy", 2)
+		d.Spec.Template.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "legacy-config"}}}}
+		Expect(m.Create(ctx, d)).To(Succeed())
+		Eventually(func(g Gomega) int32 {
+			g.Expect(m.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+			return d.Status.ReadyReplicas
+		}).WithContext(ctx).Should(Equal(int32(2)))
+		pods := func(g Gomega) map[string]types.UID {
+			list := &corev1.PodList{}
+			g.Expect(m.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			out := map[string]types.UID{}
+			for _, p := range list.Items {
+				out[p.Name] = p.UID
+			}
+			return out
+		}
+		before := pods(Default)
+		Expect(before).To(HaveLen(2))
+
+		// As the command does: the member read through the host's credential for it.
+		h, err := fleetview.NewHost(env.Fleet.Host.RESTConfig())
+		Expect(err).NotTo(HaveOccurred())
+		c := &clusterv1alpha1.Cluster{}
+		Expect(env.Host.Get(ctx, client.ObjectKey{Name: member}, c)).To(Succeed())
+		mcfg, err := h.MemberConfig(ctx, c)
+		Expect(err).NotTo(HaveOccurred())
+		memberClient, err := client.New(mcfg, client.Options{Scheme: flotillascheme.New()})
+		Expect(err).NotTo(HaveOccurred())
+		items, err := migrate.Promote(ctx, migrate.PromoteOptions{Host: env.Host, Member: memberClient, Cluster: member,
+			GVK: appsv1.SchemeGroupVersion.WithKind("Deployment"), Namespace: ns, Name: "legacy", Dependencies: true, OptIn: true})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(items).To(ContainElements(
+			HaveField("Kind", "PropagationPolicy"), HaveField("Kind", "Deployment"), HaveField("Kind", "ConfigMap")))
+
+		eventuallyAllApplied(ctx, ns, 2)
+		got := &appsv1.Deployment{}
+		Expect(m.Get(ctx, client.ObjectKeyFromObject(d), got)).To(Succeed())
+		Expect(got.UID).To(Equal(d.UID))
+		Expect(got.Annotations).To(HaveKey(wellknown.HostIDAnnotation))
+		gotCM := &corev1.ConfigMap{}
+		Expect(m.Get(ctx, client.ObjectKeyFromObject(cm), gotCM)).To(Succeed())
+		Expect(gotCM.UID).To(Equal(cm.UID))
+		Expect(gotCM.Labels).To(HaveKeyWithValue(wellknown.ManagedLabel, wellknown.ManagedLabelValue))
+		Consistently(pods).WithContext(ctx).WithTimeout(5 * time.Second).Should(Equal(before))
+	})
+})
