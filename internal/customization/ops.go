@@ -117,11 +117,15 @@ func (k *kindCustomization) ReflectStatus(observed *unstructured.Unstructured) (
 }
 
 // AggregateStatus runs AggregateStatus(desiredObj, statusItems), statusItems being a list
-// of {clusterName, status, applied, appliedMessage, health}, and returns the status of the
-// object it returns (nil when it has none).
+// of {clusterName, status, applied, appliedMessage, health}, or nil when no member has
+// reported yet (as Karmada passes it: scripts test statusItems == nil), and returns the
+// status of the object it returns (nil when it has none).
 func (k *kindCustomization) AggregateStatus(template *unstructured.Unstructured, items []workv1alpha2.AggregatedStatusItem) (status map[string]any, err error) {
 	err = k.run(interpreter.OperationAggregateStatus, template, func(v *vm, s *script) error {
-		list := make([]any, len(items))
+		var list []any // nil, not an empty table, when there are no items
+		if len(items) > 0 {
+			list = make([]any, len(items))
+		}
 		for i, item := range items {
 			e := map[string]any{"clusterName": item.ClusterName, "applied": item.Applied, "health": string(item.Health)}
 			if item.AppliedMessage != "" {
@@ -136,7 +140,11 @@ func (k *kindCustomization) AggregateStatus(template *unstructured.Unstructured,
 			}
 			list[i] = e
 		}
-		rets, err := v.callWith(s, 1, template.Object, list)
+		var statusItems any
+		if list != nil {
+			statusItems = list
+		}
+		rets, err := v.callWith(s, 1, template.Object, statusItems)
 		if err != nil {
 			return err
 		}
