@@ -93,7 +93,9 @@
 //
 // convert.go has the rules between Go and Lua. In short: maps and lists become tables and
 // come back as objects and lists; whole numbers come back as int64, others as float64; NaN
-// and infinities are errors; an empty table comes back as what it was made from, and a
-// script-made empty table is left out where it is an object's field (omitempty) and is an
-// empty object elsewhere.
+// and infinities are errors; a field assigned nil is absent (never null); an empty table
+// comes back as what it was made from, and a script-made empty table follows Karmada's
+// rule: {} or [] where the call's objects hold an empty object or list at the same path
+// (list indexes left out), and otherwise left out. AggregateStatus gets nil statusItems when
+// no member has reported, as in Karmada.
 package customization

@@ -94,7 +94,7 @@ func (v *vm) kubeResourceAdd(L *lua.LState) int {
 // podTemplate reads argument n, a pod template table.
 func (v *vm) podTemplate(L *lua.LState, n int) map[string]any {
 	c := fromLuaConverter{v: v, budget: v.lim.maxElements}
-	x, _, err := c.convert(L.CheckTable(n), "", 0, false)
+	x, _, err := c.convert(L.CheckTable(n), "", "", 0)
 	if err != nil {
 		L.ArgError(n, err.Error())
 	}

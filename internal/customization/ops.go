@@ -68,7 +68,7 @@ func (k *kindCustomization) ReviseReplica(obj *unstructured.Unstructured, replic
 		if err != nil {
 			return err
 		}
-		out, err = v.object(rets[0], obj)
+		out, err = v.object(rets[0], obj, obj.Object)
 		return err
 	})
 	return out, err
@@ -85,7 +85,7 @@ func (k *kindCustomization) Retain(desired, observed *unstructured.Unstructured)
 		if err != nil {
 			return err
 		}
-		out, err = v.object(rets[0], desired)
+		out, err = v.object(rets[0], desired, desired.Object, observedObj)
 		return err
 	})
 	return out, err
@@ -296,12 +296,13 @@ func (v *vm) callWith(s *script, nret int, args ...any) ([]lua.LValue, error) {
 	return v.call(s, largs, nret)
 }
 
-// objectValue converts a result that must be a table holding an object.
-func (v *vm) objectValue(lv lua.LValue, what string) (map[string]any, error) {
+// objectValue converts a result that must be a table holding an object; refs are the
+// call's objects (Karmada's references for empty tables, see convert.go).
+func (v *vm) objectValue(lv lua.LValue, what string, refs ...any) (map[string]any, error) {
 	if _, ok := lv.(*lua.LTable); !ok {
 		return nil, fmt.Errorf("%s is a %s, not a table", what, lv.Type().String())
 	}
-	x, err := v.fromLua(lv)
+	x, err := v.fromLua(lv, refs...)
 	if err != nil {
 		return nil, err
 	}
@@ -318,8 +319,8 @@ func (v *vm) objectValue(lv lua.LValue, what string) (map[string]any, error) {
 
 // object converts a result that must be the object given, revised: a script may change it
 // but not make it another object, so apiVersion, kind, namespace and name must stay.
-func (v *vm) object(lv lua.LValue, in *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	m, err := v.objectValue(lv, "the object returned")
+func (v *vm) object(lv lua.LValue, in *unstructured.Unstructured, refs ...any) (*unstructured.Unstructured, error) {
+	m, err := v.objectValue(lv, "the object returned", refs...)
 	if err != nil {
 		return nil, err
 	}
