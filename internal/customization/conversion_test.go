@@ -54,7 +54,7 @@ func TestConversionRules(t *testing.T) {
 		{name: "empty: an empty object wins over an empty list at the same path", desired: `{"x":{}}`, observed: `{"x":[]}`,
 			lua: `d.spec.x = {}`, want: `{"x":{}}`},
 		{name: "empty: paths leave list indexes out", desired: `{"containers":[{"name":"a","resources":{}}]}`,
-			lua: `d.spec.containers = {{name = "b", resources = {}}, {name = "c", resources = {}}}`,
+			lua:  `d.spec.containers = {{name = "b", resources = {}}, {name = "c", resources = {}}}`,
 			want: `{"containers":[{"name":"b","resources":{}},{"name":"c","resources":{}}]}`},
 		{name: "empty: the path must match, not just the name", desired: `{"a":{"x":{}}}`,
 			lua: `d.spec.b = {x = {}}`, want: `{"a":{"x":{}},"b":{}}`},

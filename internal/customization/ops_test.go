@@ -378,9 +378,9 @@ end`
 		src:  sum,
 		want: map[string]any{"ready": int64(0), "healthyClusters": int64(0), "old": "x"},
 	}, {
-		name:  "no items: statusItems is nil, as in Karmada",
-		src:   `function AggregateStatus(d, items) d.status = {isNil = items == nil, kind = type(items)} return d end`,
-		want:  map[string]any{"isNil": true, "kind": "nil"},
+		name: "no items: statusItems is nil, as in Karmada",
+		src:  `function AggregateStatus(d, items) d.status = {isNil = items == nil, kind = type(items)} return d end`,
+		want: map[string]any{"isNil": true, "kind": "nil"},
 	}, {
 		name:  "an empty list of items is nil too",
 		src:   `function AggregateStatus(d, items) d.status = {isNil = items == nil} return d end`,
