@@ -19,7 +19,7 @@ import (
 )
 
 // numOps is len(interpreter.Operations).
-const numOps = 7
+const numOps = 8
 
 func init() {
 	if len(interpreter.Operations) != numOps {
