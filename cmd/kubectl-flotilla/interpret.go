@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -158,13 +159,17 @@ func runInterpret(cmd *cobra.Command, host *hostFlags, o *interpretFlags) error 
 	if o.check && (o.operation != "" || o.desired != "" || o.observed != "" || o.status != "") {
 		return errors.New("--check takes only the customizations (-f); it runs no operation")
 	}
-	var stdinUsed bool
+	stdin := 0
+	for _, path := range append([]string{o.desired, o.observed, o.status}, o.files...) {
+		if path == "-" {
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return errors.New("only one file can be - (stdin)")
+	}
 	read := func(path string) ([]byte, error) {
 		if path == "-" {
-			if stdinUsed {
-				return nil, errors.New("only one file can be - (stdin)")
-			}
-			stdinUsed = true
 			return io.ReadAll(cmd.InOrStdin())
 		}
 		return os.ReadFile(path)
@@ -377,6 +382,13 @@ func decodeCustomizations(data []byte) ([]configv1alpha1.ResourceInterpreterCust
 			Kind       string            `json:"kind"`
 			Items      []json.RawMessage `json:"items"`
 		}
+		var generic any
+		if err := yaml.Unmarshal(doc, &generic); err != nil {
+			return nil, fmt.Errorf("document %d: %w", n+1, err)
+		}
+		if generic == nil {
+			continue // only comments
+		}
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
 			return nil, fmt.Errorf("document %d: %w", n+1, err)
 		}
@@ -392,12 +404,16 @@ func decodeCustomizations(data []byte) ([]configv1alpha1.ResourceInterpreterCust
 			if len(items) > 1 || meta.Kind == "List" {
 				where += fmt.Sprintf(", item %d", i+1)
 			}
+			var tm metav1.TypeMeta
+			if err := yaml.Unmarshal(item, &tm); err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			if tm.Kind != "ResourceInterpreterCustomization" || tm.APIVersion != configv1alpha1.GroupVersion.String() {
+				return nil, fmt.Errorf("%s is a %s %s, not a %s ResourceInterpreterCustomization", where, tm.APIVersion, tm.Kind, configv1alpha1.GroupVersion)
+			}
 			var ric configv1alpha1.ResourceInterpreterCustomization
 			if err := yaml.UnmarshalStrict(item, &ric); err != nil {
 				return nil, fmt.Errorf("%s: %w", where, err)
-			}
-			if ric.Kind != "ResourceInterpreterCustomization" || ric.APIVersion != configv1alpha1.GroupVersion.String() {
-				return nil, fmt.Errorf("%s is a %s %s, not a %s ResourceInterpreterCustomization", where, ric.APIVersion, ric.Kind, configv1alpha1.GroupVersion)
 			}
 			if ric.Name == "" {
 				return nil, fmt.Errorf("%s: the customization has no name", where)
