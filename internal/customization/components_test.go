@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
@@ -214,5 +215,33 @@ func TestInterpreterComponents(t *testing.T) {
 	}
 	if got, err := (interpreter.Interpreter{}).Components(obj); got != nil || err != nil {
 		t.Errorf("Components without customizations = %v, %v", got, err)
+	}
+}
+
+// TestServing: the store names the customization that serves each operation of a kind, the
+// first by name.
+func TestServing(t *testing.T) {
+	store := NewStore(Options{})
+	for _, ric := range []*configv1alpha1.ResourceInterpreterCustomization{
+		newRIC("b", scripts{interpreter.OperationRetain: `function Retain(d, o) return d end`,
+			interpreter.OperationGetComponents: `function GetComponents(o) return {} end`}),
+		newRIC("a", scripts{interpreter.OperationRetain: `function Retain(d, o) return d end`}),
+	} {
+		if err := store.Apply(ric); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for op, want := range map[interpreter.Operation]string{
+		interpreter.OperationRetain:          "a",
+		interpreter.OperationGetComponents:   "b",
+		interpreter.OperationInterpretHealth: "",
+		interpreter.Operation("nonsense"):    "",
+	} {
+		if got := store.Serving(gvkApp, op); got != want {
+			t.Errorf("Serving(%s) = %q, want %q", op, got, want)
+		}
+	}
+	if got := store.Serving(gvkApp.GroupKind().WithVersion("v2"), interpreter.OperationRetain); got != "" {
+		t.Errorf("Serving of another version = %q", got)
 	}
 }
