@@ -196,3 +196,31 @@ func TestConversionReferencesByOperation(t *testing.T) {
 		t.Errorf("GetDependencies of {{}} = %v, %v; want none", deps, err)
 	}
 }
+
+// TestEmptyShapes: the paths of the references' empty values, list indexes left out.
+func TestEmptyShapes(t *testing.T) {
+	ref := map[string]any{
+		"spec": map[string]any{
+			"aa": map[string]any{}, "bb": []any{}, "cc": []any{"x"},
+			"dd":   map[string]any{"ee": map[string]any{}},
+			"list": []any{map[string]any{"ff": []any{}}, map[string]any{"gg": map[string]any{}}},
+		},
+		"status": nil,
+	}
+	other := map[string]any{"spec": map[string]any{"hh": []any{}}}
+	got := emptyShapesOf(1000, ref, nil, other)
+	want := emptyShapes{
+		objects: map[string]bool{"spec.aa": true, "spec.dd.ee": true, "spec.list.gg": true},
+		lists:   map[string]bool{"spec.bb": true, "spec.list.ff": true, "spec.hh": true},
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(emptyShapes{})); diff != "" {
+		t.Errorf("emptyShapesOf (-want +got):\n%s", diff)
+	}
+	// The top level itself is no path, and the walk stops at the limit.
+	if got := emptyShapesOf(1000, map[string]any{}, []any{}); got.objects != nil || got.lists != nil {
+		t.Errorf("empty references: %+v", got)
+	}
+	if got := emptyShapesOf(1, ref); got.objects != nil || got.lists != nil {
+		t.Errorf("a limit of 1 visited more than the top level: %+v", got)
+	}
+}

@@ -147,8 +147,9 @@ func (c *toLuaConverter) convert(x any, depth int) (lua.LValue, error) {
 // fromLua converts a Lua value to Go, following the rules above. refs are the call's
 // objects, whose empty lists and objects tell what a script-made empty table is.
 func (v *vm) fromLua(lv lua.LValue, refs ...any) (any, error) {
+	// Finding the references' empty values is not timed, as converting them to Lua was not:
+	// both are bounded by MaxElements per object.
 	c := fromLuaConverter{v: v, budget: v.lim.maxElements, empty: emptyShapesOf(v.lim.maxElements, refs...)}
-	v.b.work(c.empty.visited)
 	x, _, err := c.convert(lv, "", "", 0)
 	return x, err
 }
@@ -260,11 +261,9 @@ func (c *fromLuaConverter) table(t *lua.LTable, path, shape string, depth int) (
 }
 
 // emptyShapes are the shapes (fields joined by ".", list indexes left out) at which the
-// call's objects hold an empty object or an empty list, and how many values were visited
-// to find them.
+// call's objects hold an empty object or an empty list.
 type emptyShapes struct {
 	objects, lists map[string]bool
-	visited        int
 }
 
 // emptyShapesOf finds the empty objects and lists of refs, visiting at most limit values
@@ -277,7 +276,6 @@ func emptyShapesOf(limit int, refs ...any) emptyShapes {
 			return
 		}
 		*budget--
-		e.visited++
 		switch t := x.(type) {
 		case map[string]any:
 			if len(t) == 0 && shape != "" {
