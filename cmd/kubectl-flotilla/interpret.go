@@ -142,6 +142,13 @@ with the customization, the operation and the line, and the command exits non-ze
 	f.Int64Var(&o.desiredReplica, "desired-replica", 0, "The replicas to give ReviseReplica")
 	f.BoolVar(&o.check, "check", false, "Compile every script and check that it defines its function, then exit")
 	f.StringVarP(&o.output, "output", "o", "yaml", "Output format: yaml or json")
+	_ = cmd.RegisterFlagCompletionFunc("operation", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		var names []string
+		for _, o := range interpretOps {
+			names = append(names, o.karmada+"\t"+o.function)
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	})
 	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		switch name {
 		case "desired", "observed", "status":

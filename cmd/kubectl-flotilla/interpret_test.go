@@ -381,6 +381,13 @@ func TestInterpretHelp(t *testing.T) {
 	}
 }
 
+func TestInterpretCompletion(t *testing.T) {
+	out, err := run(t, "__complete", "interpret", "--operation", "")
+	if err != nil || !strings.Contains(out, "InterpretComponent\tGetComponents") || !strings.Contains(out, "AggregateStatus") {
+		t.Errorf("__complete interpret --operation: %v\n%s", err, out)
+	}
+}
+
 func TestParseOperation(t *testing.T) {
 	for _, tc := range []struct {
 		name string
