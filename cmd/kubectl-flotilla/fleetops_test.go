@@ -75,6 +75,7 @@ func TestFleetCommands(t *testing.T) {
 	t.Run("cordon and taint", testCordonAndTaint)
 	t.Run("a concurrent change is kept", testTaintUpdateKeepsConcurrentChange)
 	t.Run("rebalance", testRebalanceCommand)
+	t.Run("interpret with the host's customizations", testInterpretFromHost)
 }
 
 // runHost runs the plugin against the shared host.

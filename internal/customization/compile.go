@@ -28,6 +28,7 @@ var functionNames = map[interpreter.Operation]string{
 	interpreter.OperationAggregateStatus:     "AggregateStatus",
 	interpreter.OperationInterpretHealth:     "InterpretHealth",
 	interpreter.OperationInterpretDependency: "GetDependencies",
+	interpreter.OperationGetComponents:       "GetComponents",
 }
 
 // opIndex is the position of op in interpreter.Operations, or -1.
@@ -57,7 +58,7 @@ func Compile(spec configv1alpha1.ResourceInterpreterCustomizationSpec) error {
 
 // compileSpec compiles every script of spec, by operation index; the hash covers the target
 // and the scripts.
-func compileSpec(spec configv1alpha1.ResourceInterpreterCustomizationSpec) (scripts [7]*script, hash string, err error) {
+func compileSpec(spec configv1alpha1.ResourceInterpreterCustomizationSpec) (scripts [numOps]*script, hash string, err error) {
 	var errs []error
 	if _, err := target(spec.Target); err != nil {
 		errs = append(errs, err)
@@ -124,6 +125,9 @@ func scriptsOf(r configv1alpha1.CustomizationRules) map[interpreter.Operation]st
 	}
 	if r.DependencyInterpretation != nil {
 		out[interpreter.OperationInterpretDependency] = r.DependencyInterpretation.LuaScript
+	}
+	if r.ComponentResource != nil {
+		out[interpreter.OperationGetComponents] = r.ComponentResource.LuaScript
 	}
 	return out
 }

@@ -26,13 +26,26 @@ import (
 // with holes, other key types (booleans, fractions, tables) and values that are functions
 // are errors naming the path.
 //
-// An empty table is ambiguous in Lua. It comes back as an empty list when it was made from
-// a Go list ([] stays []), as an empty object when it was made from a Go map ({} stays {}),
-// and otherwise, when the script made it:
-//   - as the value of an object's field, it is left out, like a field marked omitempty
-//     (status.conditions = {} when there are none does not become "conditions": {} where a
-//     list is expected);
-//   - as a list element or the whole result, it is an empty object.
+// A field assigned nil is not in the table, so it is absent from the result, never null.
+//
+// An empty table is ambiguous in Lua. Karmada's engine encodes every table to JSON, an empty
+// one as [], then looks each empty value of the result up by its path (fields joined by ".",
+// list indexes left out) in the call's objects, its references: where they hold an empty
+// object it becomes {}, where an empty list it stays [], and where neither it is removed.
+// Flotilla does the same, except that it knows the tables made from Go values:
+//   - a table made from a Go list or map that is empty now comes back as what it was made
+//     from ([] stays [], {} stays {}, also when the script moved or emptied it);
+//   - a script-made empty table within the result follows Karmada's rule: {} where the
+//     references hold an empty object at its path, [] where they hold an empty list
+//     (an empty object winning over an empty list), and otherwise it is left out, as an
+//     object's field and as a list element alike (status.conditions = {} when there are
+//     none does not become "conditions": {} where a list is expected);
+//   - the whole result, when empty, is an empty object (or, where a list is expected, an
+//     empty list).
+//
+// A table left out is left out after its parent was made: {y = {}} is an empty object when
+// nothing is at y's path, as in Karmada. The references are those Karmada passes: Retain's
+// desired and observed objects, ReviseReplica's object; none for the other operations.
 //
 // Both directions stop at limits.maxDepth levels of nesting and limits.maxElements values.
 
@@ -131,21 +144,26 @@ func (c *toLuaConverter) convert(x any, depth int) (lua.LValue, error) {
 	return c.convert(generic, depth)
 }
 
-// fromLua converts a Lua value to Go, following the rules above.
-func (v *vm) fromLua(lv lua.LValue) (any, error) {
-	c := fromLuaConverter{v: v, budget: v.lim.maxElements}
-	x, _, err := c.convert(lv, "", 0, false)
+// fromLua converts a Lua value to Go, following the rules above. refs are the call's
+// objects, whose empty lists and objects tell what a script-made empty table is.
+func (v *vm) fromLua(lv lua.LValue, refs ...any) (any, error) {
+	// Finding the references' empty values is not timed, as converting them to Lua was not:
+	// both are bounded by MaxElements per object.
+	c := fromLuaConverter{v: v, budget: v.lim.maxElements, empty: emptyShapesOf(v.lim.maxElements, refs...)}
+	x, _, err := c.convert(lv, "", "", 0)
 	return x, err
 }
 
 type fromLuaConverter struct {
 	v      *vm
 	budget int
+	empty  emptyShapes
 }
 
-// convert returns the Go value of lv at path, and whether to leave it out (a script-made
-// empty table as an object's field).
-func (c *fromLuaConverter) convert(lv lua.LValue, path string, depth int, field bool) (any, bool, error) {
+// convert returns the Go value of lv at path (for errors: "spec.list[2].name") and shape
+// (for Karmada's rule: "spec.list.name", list indexes left out), and whether to leave it
+// out (a script-made empty table that Karmada's rule drops).
+func (c *fromLuaConverter) convert(lv lua.LValue, path, shape string, depth int) (any, bool, error) {
 	c.budget--
 	if c.budget < 0 {
 		return nil, false, fmt.Errorf("%sthe result has more than %d elements", at(path), c.v.lim.maxElements)
@@ -167,12 +185,12 @@ func (c *fromLuaConverter) convert(lv lua.LValue, path string, depth int, field 
 		}
 		return n, false, nil
 	case *lua.LTable:
-		return c.table(t, path, depth, field)
+		return c.table(t, path, shape, depth)
 	}
 	return nil, false, fmt.Errorf("%sa %s cannot be converted", at(path), lv.Type().String())
 }
 
-func (c *fromLuaConverter) table(t *lua.LTable, path string, depth int, field bool) (any, bool, error) {
+func (c *fromLuaConverter) table(t *lua.LTable, path, shape string, depth int) (any, bool, error) {
 	var nums, strs, maxIndex int
 	var bad lua.LValue
 	t.ForEach(func(k, _ lua.LValue) {
@@ -198,16 +216,25 @@ func (c *fromLuaConverter) table(t *lua.LTable, path string, depth int, field bo
 	case nums > 0 && maxIndex != nums:
 		return nil, false, fmt.Errorf("%sthe list has a hole (index %d of %d is nil)", at(path), firstHole(t, maxIndex), maxIndex)
 	case nums > 0 || (strs == 0 && t.Metatable == c.v.listMT):
-		list := make([]any, nums)
-		for i := range list {
-			x, _, err := c.convert(t.RawGetInt(i+1), path+"["+strconv.Itoa(i+1)+"]", depth+1, false)
+		list := make([]any, 0, nums)
+		for i := 1; i <= nums; i++ {
+			x, omit, err := c.convert(t.RawGetInt(i), path+"["+strconv.Itoa(i)+"]", shape, depth+1)
 			if err != nil {
 				return nil, false, err
 			}
-			list[i] = x
+			if !omit {
+				list = append(list, x)
+			}
 		}
 		return list, false, nil
-	case strs == 0 && t.Metatable != c.v.objMT && field:
+	case strs == 0 && t.Metatable != c.v.objMT && depth > 0:
+		// A script-made empty table within the result: Karmada's rule.
+		switch {
+		case c.empty.objects[shape]:
+			return map[string]any{}, false, nil
+		case c.empty.lists[shape]:
+			return []any{}, false, nil
+		}
 		return nil, true, nil
 	}
 	obj := make(map[string]any, strs)
@@ -215,11 +242,14 @@ func (c *fromLuaConverter) table(t *lua.LTable, path string, depth int, field bo
 	t.ForEach(func(k, _ lua.LValue) { keys = append(keys, string(k.(lua.LString))) })
 	sort.Strings(keys) // the same error for the same table every time
 	for _, k := range keys {
-		p := k
+		p, sh := k, k
 		if path != "" {
 			p = path + "." + k
 		}
-		x, omit, err := c.convert(t.RawGetString(k), p, depth+1, true)
+		if shape != "" {
+			sh = shape + "." + k
+		}
+		x, omit, err := c.convert(t.RawGetString(k), p, sh, depth+1)
 		if err != nil {
 			return nil, false, err
 		}
@@ -228,6 +258,60 @@ func (c *fromLuaConverter) table(t *lua.LTable, path string, depth int, field bo
 		}
 	}
 	return obj, false, nil
+}
+
+// emptyShapes are the shapes (fields joined by ".", list indexes left out) at which the
+// call's objects hold an empty object or an empty list.
+type emptyShapes struct {
+	objects, lists map[string]bool
+}
+
+// emptyShapesOf finds the empty objects and lists of refs, visiting at most limit values
+// of each (the arguments were converted to Lua within the same limit).
+func emptyShapesOf(limit int, refs ...any) emptyShapes {
+	e := emptyShapes{}
+	var walk func(x any, shape string, budget *int)
+	walk = func(x any, shape string, budget *int) {
+		if *budget <= 0 {
+			return
+		}
+		*budget--
+		switch t := x.(type) {
+		case map[string]any:
+			if len(t) == 0 && shape != "" {
+				e.objects = setShape(e.objects, shape)
+				return
+			}
+			for k, v := range t {
+				sh := k
+				if shape != "" {
+					sh = shape + "." + k
+				}
+				walk(v, sh, budget)
+			}
+		case []any:
+			if len(t) == 0 && shape != "" {
+				e.lists = setShape(e.lists, shape)
+				return
+			}
+			for _, v := range t {
+				walk(v, shape, budget)
+			}
+		}
+	}
+	for _, r := range refs {
+		budget := limit
+		walk(r, "", &budget)
+	}
+	return e
+}
+
+func setShape(m map[string]bool, shape string) map[string]bool {
+	if m == nil {
+		m = map[string]bool{}
+	}
+	m[shape] = true
+	return m
 }
 
 func firstHole(t *lua.LTable, n int) int {

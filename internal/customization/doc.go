@@ -4,8 +4,9 @@
 // Customizations: Lookup gives, for a kind, the script of each operation, taken from the
 // first customization by name that scripts it. Scripts are Karmada's: Lua 5.1 as gopher-lua
 // runs it, one global function per operation (GetReplicas, ReviseReplica, Retain,
-// ReflectStatus, AggregateStatus, InterpretHealth, GetDependencies), and Karmada's kube
-// library through require("kube") (kube.go).
+// ReflectStatus, AggregateStatus, InterpretHealth, GetDependencies, GetComponents), and
+// Karmada's kube library through require("kube") (kube.go: accuratePodRequirements,
+// getPodDependencies, resourceAdd, getResourceQuantity).
 //
 // # Compiling
 //
@@ -22,8 +23,9 @@
 //
 // Scripts see the base functions assert, error, ipairs, next, pairs, pcall, print (which
 // discards its arguments), select, tonumber, tostring, type, unpack, xpcall, _G, _VERSION
-// and require (for "kube" only), and the string, table and math libraries (without
-// string.dump and math.randomseed). Nothing else: no os, io, debug, package, coroutine or
+// and require (for "kube" only), the string, table and math libraries (without
+// string.dump and math.randomseed), and os.time and os.date (oslib.go), which Karmada's
+// sandbox allows too. Nothing else: no other os function, no io, debug, package, coroutine or
 // channel library, no loading of code (load, loadstring, dofile, loadfile, module), no
 // environments (getfenv, setfenv), no metatables (getmetatable, setmetatable, rawget,
 // rawset, rawequal, newproxy) and no collectgarbage. The functions of the stock libraries
@@ -93,7 +95,9 @@
 //
 // convert.go has the rules between Go and Lua. In short: maps and lists become tables and
 // come back as objects and lists; whole numbers come back as int64, others as float64; NaN
-// and infinities are errors; an empty table comes back as what it was made from, and a
-// script-made empty table is left out where it is an object's field (omitempty) and is an
-// empty object elsewhere.
+// and infinities are errors; a field assigned nil is absent (never null); an empty table
+// comes back as what it was made from, and a script-made empty table follows Karmada's
+// rule: {} or [] where the call's objects hold an empty object or list at the same path
+// (list indexes left out), and otherwise left out. AggregateStatus gets nil statusItems when
+// no member has reported, as in Karmada.
 package customization

@@ -29,6 +29,10 @@ func FuzzScript(f *testing.F) {
 		{`function GetDependencies(o) return {{apiVersion = "v1", kind = "Secret", name = o.spec.s}} end`, `{"spec":{"s":"x"}}`},
 		{`local kube = require("kube") function GetReplicas(o) return 1, kube.accuratePodRequirements(o.spec.template) end`, `{"spec":{"template":{"spec":{"containers":[{"resources":{"requests":{"cpu":"x"}}}]}}}}`},
 		{`local kube = require("kube") function GetDependencies(o) return kube.getPodDependencies(o.spec, 5) end`, `{"spec":[1]}`},
+		{`local kube = require("kube") function GetComponents(o) return {{name = "a", replicas = o.spec.n, replicaRequirements = kube.accuratePodRequirements(o.spec.t)}} end`, `{"spec":{"n":2,"t":{"spec":{}}}}`},
+		{`function GetComponents(o) return {{name = o.spec.n, replicas = 1, replicaRequirements = {}}, {}} end`, `{"spec":{"n":"x"}}`},
+		{`function Retain(d, o) d.spec.e = {} d.spec.l = {{}, {x = {}}} return d end`, `{"spec":{"e":[],"l":[{"x":{}}]}}`},
+		{`function ReflectStatus(o) return {t = os.time(), d = os.date("!%c", o.spec.t), q = require("kube").getResourceQuantity(o.spec.q)} end`, `{"spec":{"t":0,"q":"1Gi"}}`},
 		{`while true do end`, `{}`},
 		{`local s = "x" while true do s = s .. s end`, `{}`},
 		{`local t = {} while true do t[#t+1] = {} end`, `{}`},
@@ -99,9 +103,10 @@ func run(t *testing.T, c interpreter.Customization, obj *unstructured.Unstructur
 		interpreter.OperationReviseReplica:       func() { _, _ = c.ReviseReplica(obj, 2) },
 		interpreter.OperationRetain:              func() { _, _ = c.Retain(obj, obj) },
 		interpreter.OperationReflectStatus:       func() { _, _ = c.ReflectStatus(obj) },
-		interpreter.OperationAggregateStatus:     func() { _, _ = c.AggregateStatus(obj, items) },
+		interpreter.OperationAggregateStatus:     func() { _, _ = c.AggregateStatus(obj, items); _, _ = c.AggregateStatus(obj, nil) },
 		interpreter.OperationInterpretHealth:     func() { _, _ = c.InterpretHealth(obj) },
 		interpreter.OperationInterpretDependency: func() { _, _ = c.GetDependencies(obj) },
+		interpreter.OperationGetComponents:       func() { _, _ = c.GetComponents(obj) },
 	}
 	for _, op := range interpreter.Operations {
 		if !c.Has(op) {

@@ -41,6 +41,10 @@ func newRICFor(name, apiVersion, kind string, s scripts) *configv1alpha1.Resourc
 			r.HealthInterpretation = &configv1alpha1.HealthInterpretation{LuaScript: src}
 		case interpreter.OperationInterpretDependency:
 			r.DependencyInterpretation = &configv1alpha1.DependencyInterpretation{LuaScript: src}
+		case interpreter.OperationGetComponents:
+			r.ComponentResource = &configv1alpha1.ComponentResourceRequirement{LuaScript: src}
+		default:
+			panic("newRICFor: unknown operation " + string(op))
 		}
 	}
 	return &configv1alpha1.ResourceInterpreterCustomization{

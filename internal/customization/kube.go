@@ -1,6 +1,7 @@
 package customization
 
 import (
+	"math"
 	"strconv"
 
 	lua "github.com/yuin/gopher-lua"
@@ -22,6 +23,9 @@ import (
 //     {apiVersion, kind, namespace, name}; namespace defaults to "default", as in Karmada.
 //   - kube.resourceAdd(q1, q2, ...): the sum of resource quantities given as strings
 //     ("100m", "1Gi") or numbers; nil counts as zero. The sum is a string ("1100m").
+//   - kube.getResourceQuantity(q): the value of one quantity, given as a string or a
+//     number, as a Lua number ("100m" is 0.1, "1Gi" 1073741824; approximate beyond 2^53);
+//     nil is 0. A negative quantity is an error, as in Karmada.
 
 func (v *vm) kubeAccuratePodRequirements(L *lua.LState) int {
 	if L.GetTop() != 1 {
@@ -50,6 +54,8 @@ func (v *vm) kubeGetPodDependencies(L *lua.LState) int {
 	case *lua.LNilType:
 	case lua.LString:
 		namespace = string(ns)
+	case lua.LNumber:
+		namespace = ns.String()
 	default:
 		L.TypeError(2, lua.LTString)
 	}
@@ -68,22 +74,7 @@ func (v *vm) kubeGetPodDependencies(L *lua.LState) int {
 func (v *vm) kubeResourceAdd(L *lua.LState) int {
 	var sum resource.Quantity
 	for i := 1; i <= L.GetTop(); i++ {
-		var text string
-		switch x := L.Get(i).(type) {
-		case *lua.LNilType:
-			continue
-		case lua.LString:
-			text = string(x)
-		case lua.LNumber:
-			text = strconv.FormatFloat(float64(x), 'f', -1, 64)
-		default:
-			L.TypeError(i, lua.LTString)
-		}
-		q, err := resource.ParseQuantity(text)
-		if err != nil {
-			L.ArgError(i, "quantity "+strconv.Quote(text)+": "+err.Error())
-		}
-		sum.Add(q)
+		sum.Add(quantityArg(L, i))
 	}
 	s := sum.String()
 	v.b.charge(int64(len(s)) + costString)
@@ -91,10 +82,49 @@ func (v *vm) kubeResourceAdd(L *lua.LState) int {
 	return 1
 }
 
+func (v *vm) kubeGetResourceQuantity(L *lua.LState) int {
+	if L.GetTop() != 1 {
+		L.RaiseError("getResourceQuantity takes one argument, the quantity")
+	}
+	q := quantityArg(L, 1)
+	f := q.AsApproximateFloat64()
+	switch {
+	case q.Sign() < 0:
+		L.ArgError(1, "quantity "+q.String()+" is negative")
+	case math.IsInf(f, 0) || math.IsNaN(f):
+		L.ArgError(1, "quantity "+q.String()+" is too large")
+	}
+	L.Push(lua.LNumber(f))
+	return 1
+}
+
+// quantityArg reads argument i, a quantity given as a string or a number; nil is zero.
+func quantityArg(L *lua.LState, i int) resource.Quantity {
+	var text string
+	switch x := L.Get(i).(type) {
+	case *lua.LNilType:
+		return resource.Quantity{}
+	case lua.LString:
+		text = string(x)
+	case lua.LNumber:
+		text = strconv.FormatFloat(float64(x), 'f', -1, 64)
+	default:
+		L.TypeError(i, lua.LTString)
+	}
+	if len(text) > 128 {
+		L.ArgError(i, "a quantity is at most 128 characters long")
+	}
+	q, err := resource.ParseQuantity(text)
+	if err != nil {
+		L.ArgError(i, "quantity "+strconv.Quote(text)+": "+err.Error())
+	}
+	return q
+}
+
 // podTemplate reads argument n, a pod template table.
 func (v *vm) podTemplate(L *lua.LState, n int) map[string]any {
 	c := fromLuaConverter{v: v, budget: v.lim.maxElements}
-	x, _, err := c.convert(L.CheckTable(n), "", 0, false)
+	x, _, err := c.convert(L.CheckTable(n), "", "", 0)
 	if err != nil {
 		L.ArgError(n, err.Error())
 	}

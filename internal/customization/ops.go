@@ -68,7 +68,7 @@ func (k *kindCustomization) ReviseReplica(obj *unstructured.Unstructured, replic
 		if err != nil {
 			return err
 		}
-		out, err = v.object(rets[0], obj)
+		out, err = v.object(rets[0], obj, obj.Object)
 		return err
 	})
 	return out, err
@@ -85,7 +85,7 @@ func (k *kindCustomization) Retain(desired, observed *unstructured.Unstructured)
 		if err != nil {
 			return err
 		}
-		out, err = v.object(rets[0], desired)
+		out, err = v.object(rets[0], desired, desired.Object, observedObj)
 		return err
 	})
 	return out, err
@@ -117,11 +117,15 @@ func (k *kindCustomization) ReflectStatus(observed *unstructured.Unstructured) (
 }
 
 // AggregateStatus runs AggregateStatus(desiredObj, statusItems), statusItems being a list
-// of {clusterName, status, applied, appliedMessage, health}, and returns the status of the
-// object it returns (nil when it has none).
+// of {clusterName, status, applied, appliedMessage, health}, or nil when no member has
+// reported yet (as Karmada passes it: scripts test statusItems == nil), and returns the
+// status of the object it returns (nil when it has none).
 func (k *kindCustomization) AggregateStatus(template *unstructured.Unstructured, items []workv1alpha2.AggregatedStatusItem) (status map[string]any, err error) {
 	err = k.run(interpreter.OperationAggregateStatus, template, func(v *vm, s *script) error {
-		list := make([]any, len(items))
+		var list []any // nil, not an empty table, when there are no items
+		if len(items) > 0 {
+			list = make([]any, len(items))
+		}
 		for i, item := range items {
 			e := map[string]any{"clusterName": item.ClusterName, "applied": item.Applied, "health": string(item.Health)}
 			if item.AppliedMessage != "" {
@@ -136,7 +140,11 @@ func (k *kindCustomization) AggregateStatus(template *unstructured.Unstructured,
 			}
 			list[i] = e
 		}
-		rets, err := v.callWith(s, 1, template.Object, list)
+		var statusItems any
+		if list != nil {
+			statusItems = list
+		}
+		rets, err := v.callWith(s, 1, template.Object, statusItems)
 		if err != nil {
 			return err
 		}
@@ -221,6 +229,117 @@ func (k *kindCustomization) GetDependencies(obj *unstructured.Unstructured) (dep
 	return deps, err
 }
 
+// GetComponents runs GetComponents(desiredObj), which returns a list of components
+// {name, replicas, replicaRequirements}: name a non-empty string, replicas a whole number in
+// 0..2^31-1, replicaRequirements nil or a table shaped as a component's requirements
+// (nodeClaim, resourceRequest, priorityClassName; the namespace kube.accuratePodRequirements
+// adds is dropped, as Karmada drops it). Unknown fields are errors, and so are names used
+// twice and more than 32 components.
+func (k *kindCustomization) GetComponents(obj *unstructured.Unstructured) (components []workv1alpha2.Component, err error) {
+	err = k.run(interpreter.OperationGetComponents, obj, func(v *vm, s *script) error {
+		rets, err := v.callWith(s, 1, obj.Object)
+		if err != nil {
+			return err
+		}
+		if _, ok := rets[0].(*lua.LTable); !ok {
+			return fmt.Errorf("the components returned are a %s, not a list", rets[0].Type().String())
+		}
+		x, err := v.fromLua(rets[0])
+		if err != nil {
+			return err
+		}
+		var list []any
+		switch t := x.(type) {
+		case []any:
+			list = t
+		case map[string]any:
+			if len(t) > 0 {
+				return errors.New("the components returned are an object, not a list")
+			}
+		}
+		if len(list) > interpreter.MaxComponents {
+			return fmt.Errorf("%d components returned, more than %d", len(list), interpreter.MaxComponents)
+		}
+		components = make([]workv1alpha2.Component, 0, len(list))
+		for i, e := range list {
+			c, err := component(e)
+			if err != nil {
+				name := ""
+				if m, ok := e.(map[string]any); ok {
+					if n, ok := m["name"].(string); ok {
+						name = fmt.Sprintf(" (%s)", n)
+					}
+				}
+				return fmt.Errorf("component %d%s: %w", i+1, name, err)
+			}
+			components = append(components, c)
+		}
+		return interpreter.CheckComponents(components)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return components, nil
+}
+
+func component(e any) (workv1alpha2.Component, error) {
+	var c workv1alpha2.Component
+	m, ok := e.(map[string]any)
+	if !ok {
+		return c, fmt.Errorf("is a %T, not a table {name, replicas, replicaRequirements}", e)
+	}
+	for k := range m {
+		switch k {
+		case "name", "replicas", "replicaRequirements":
+		default:
+			return c, fmt.Errorf("unknown field %q (a component has name, replicas and replicaRequirements)", k)
+		}
+	}
+	name, ok := m["name"].(string)
+	if !ok {
+		return c, fmt.Errorf("name is a %s, not a string", typeName(m["name"]))
+	}
+	c.Name = name
+	switch n := m["replicas"].(type) {
+	case int64:
+		if n < 0 || n > math.MaxInt32 {
+			return c, fmt.Errorf("replicas %d are not in [0, %d]", n, math.MaxInt32)
+		}
+		c.Replicas = int32(n)
+	case float64:
+		return c, fmt.Errorf("replicas %v are not a whole number", n)
+	default:
+		return c, fmt.Errorf("replicas are a %s, not a number", typeName(m["replicas"]))
+	}
+	switch r := m["replicaRequirements"].(type) {
+	case nil:
+	case map[string]any:
+		delete(r, "namespace") // kube.accuratePodRequirements adds it; a component has none
+		c.ReplicaRequirements = &workv1alpha2.ComponentReplicaRequirements{}
+		if err := decodeStrict(r, c.ReplicaRequirements); err != nil {
+			return c, fmt.Errorf("replicaRequirements: %w", err)
+		}
+	default:
+		return c, fmt.Errorf("replicaRequirements are a %s, not a table", typeName(r))
+	}
+	return c, nil
+}
+
+// typeName names the Lua type of a converted value, for errors.
+func typeName(x any) string {
+	switch x.(type) {
+	case nil:
+		return "nil"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case int64, float64:
+		return "number"
+	}
+	return "table"
+}
+
 func dependency(e any, namespace string) (configv1alpha1.DependentObjectReference, error) {
 	var d configv1alpha1.DependentObjectReference
 	m, ok := e.(map[string]any)
@@ -288,12 +407,13 @@ func (v *vm) callWith(s *script, nret int, args ...any) ([]lua.LValue, error) {
 	return v.call(s, largs, nret)
 }
 
-// objectValue converts a result that must be a table holding an object.
-func (v *vm) objectValue(lv lua.LValue, what string) (map[string]any, error) {
+// objectValue converts a result that must be a table holding an object; refs are the
+// call's objects (Karmada's references for empty tables, see convert.go).
+func (v *vm) objectValue(lv lua.LValue, what string, refs ...any) (map[string]any, error) {
 	if _, ok := lv.(*lua.LTable); !ok {
 		return nil, fmt.Errorf("%s is a %s, not a table", what, lv.Type().String())
 	}
-	x, err := v.fromLua(lv)
+	x, err := v.fromLua(lv, refs...)
 	if err != nil {
 		return nil, err
 	}
@@ -310,8 +430,8 @@ func (v *vm) objectValue(lv lua.LValue, what string) (map[string]any, error) {
 
 // object converts a result that must be the object given, revised: a script may change it
 // but not make it another object, so apiVersion, kind, namespace and name must stay.
-func (v *vm) object(lv lua.LValue, in *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	m, err := v.objectValue(lv, "the object returned")
+func (v *vm) object(lv lua.LValue, in *unstructured.Unstructured, refs ...any) (*unstructured.Unstructured, error) {
+	m, err := v.objectValue(lv, "the object returned", refs...)
 	if err != nil {
 		return nil, err
 	}

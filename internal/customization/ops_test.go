@@ -344,7 +344,7 @@ func TestAggregateStatus(t *testing.T) {
 	sum := `function AggregateStatus(desiredObj, statusItems)
   if desiredObj.status == nil then desiredObj.status = {} end
   local ready, healthy, clusters = 0, 0, {}
-  for i = 1, #statusItems do
+  for i = 1, #(statusItems or {}) do
     local item = statusItems[i]
     if item.status ~= nil and item.status.ready ~= nil then
       ready = ready + item.status.ready
@@ -377,6 +377,24 @@ end`
 		name: "no items: a script-made empty list is left out",
 		src:  sum,
 		want: map[string]any{"ready": int64(0), "healthyClusters": int64(0), "old": "x"},
+	}, {
+		name: "no items: statusItems is nil, as in Karmada",
+		src:  `function AggregateStatus(d, items) d.status = {isNil = items == nil, kind = type(items)} return d end`,
+		want: map[string]any{"isNil": true, "kind": "nil"},
+	}, {
+		name:  "an empty list of items is nil too",
+		src:   `function AggregateStatus(d, items) d.status = {isNil = items == nil} return d end`,
+		items: []workv1alpha2.AggregatedStatusItem{},
+		want:  map[string]any{"isNil": true},
+	}, {
+		name:  "items: a list",
+		src:   `function AggregateStatus(d, items) d.status = {isNil = items == nil, n = #items} return d end`,
+		items: items,
+		want:  map[string]any{"isNil": false, "n": int64(3)},
+	}, {
+		name:    "Karmada's scripts fail without the nil check, as in Karmada",
+		src:     `function AggregateStatus(d, items) d.status = {n = #items} return d end`,
+		wantErr: []string{"line 1:", "__len undefined"},
 	}, {
 		name:  "the items as the script sees them",
 		src:   `function AggregateStatus(d, items) d.status = {first = items[3]} return d end`,

@@ -20,10 +20,12 @@ func check(t *testing.T, body string) {
 // TestSandbox: only the sandbox's functions are reachable.
 func TestSandbox(t *testing.T) {
 	for _, name := range []string{
-		"os", "io", "debug", "package", "coroutine", "channel", "module", "dofile", "loadfile", "load",
+		"io", "debug", "kube", "package", "coroutine", "channel", "module", "dofile", "loadfile", "load",
 		"loadstring", "getfenv", "setfenv", "getmetatable", "setmetatable", "rawget", "rawset", "rawequal",
 		"newproxy", "collectgarbage", "gcinfo", "_printregs", "_GOPHER_LUA_VERSION",
 		"string.dump", "math.randomseed",
+		"os.clock", "os.difftime", "os.execute", "os.exit", "os.getenv", "os.remove", "os.rename",
+		"os.setlocale", "os.tmpname",
 	} {
 		check(t, "return "+name+" == nil")
 	}
@@ -33,6 +35,7 @@ func TestSandbox(t *testing.T) {
 		"string.byte", "string.char", "string.find", "string.format", "string.gmatch", "string.gsub",
 		"string.len", "string.lower", "string.match", "string.rep", "string.reverse", "string.sub", "string.upper",
 		"table.concat", "table.insert", "table.remove", "table.sort", "table.getn", "table.maxn",
+		"os.time", "os.date",
 		"math.floor", "math.ceil", "math.max", "math.min", "math.abs", "math.huge", "math.pi", "math.random", "math.fmod",
 	} {
 		check(t, "return "+name+" ~= nil")
@@ -42,6 +45,9 @@ func TestSandbox(t *testing.T) {
 	check(t, `local ok, err = pcall(require, "os") return not ok and string.find(err, "only \"kube\"") ~= nil`)
 	check(t, `local ok, err = pcall(require, "string") return not ok`)
 	check(t, `local kube = require("kube") return kube.resourceAdd ~= nil and require("kube") ~= kube`)
+	check(t, `local n = 0 for k in pairs(os) do n = n + 1 end return n == 2`)
+	check(t, `local kube, n = require("kube"), 0 for k in pairs(kube) do n = n + 1 end
+return n == 4 and kube.accuratePodRequirements ~= nil and kube.getPodDependencies ~= nil and kube.resourceAdd ~= nil and kube.getResourceQuantity ~= nil`)
 	// The hidden helpers cannot be named, and are not globals.
 	for name := range map[string]bool{helperConcat: true, helperSet: true, helperTable: true, helperFunc: true} {
 		check(t, `return _G["`+name+`"] == nil`)

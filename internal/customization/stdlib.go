@@ -109,12 +109,17 @@ func (v *vm) buildSandbox(stock *lua.LTable) {
 		}
 	})
 	sort.Slice(mathLib.entries, func(i, j int) bool { return mathLib.entries[i].name < mathLib.entries[j].name })
-	v.libs = []library{stringLib, tableLib, mathLib}
+	osLib := library{name: "os", entries: []entry{
+		{"date", fn(v.osDate)},
+		{"time", fn(v.osTime)},
+	}}
+	v.libs = []library{stringLib, tableLib, mathLib, osLib}
 
 	v.kube = []entry{
 		{"accuratePodRequirements", fn(v.kubeAccuratePodRequirements)},
 		{"getPodDependencies", fn(v.kubeGetPodDependencies)},
 		{"resourceAdd", fn(v.kubeResourceAdd)},
+		{"getResourceQuantity", fn(v.kubeGetResourceQuantity)},
 	}
 	v.handler = L.NewFunction(func(*lua.LState) int { return 1 })
 	v.trampoline = L.NewFunction(v.trampolineFn)

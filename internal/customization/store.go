@@ -19,7 +19,7 @@ import (
 )
 
 // numOps is len(interpreter.Operations).
-const numOps = 7
+const numOps = 8
 
 func init() {
 	if len(interpreter.Operations) != numOps {
@@ -250,6 +250,16 @@ func (k *kindCustomization) Has(op interpreter.Operation) bool {
 }
 
 func (k *kindCustomization) Revision() string { return k.rev }
+
+// Serving returns the name of the customization whose script serves op for gvk, "" when
+// none does.
+func (s *Store) Serving(gvk schema.GroupVersionKind, op interpreter.Operation) string {
+	k, ok := (*s.index.Load())[gvk]
+	if i := opIndex(op); ok && i >= 0 && k.ops[i].c != nil {
+		return k.ops[i].c.name
+	}
+	return ""
+}
 
 // run runs op's script on obj with the call made by fn, in a state of the customization's
 // pool. A failure is reported to OnFailure and returned with the customization, the

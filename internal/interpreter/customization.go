@@ -22,11 +22,13 @@ const (
 	OperationAggregateStatus     Operation = "statusAggregation"
 	OperationInterpretHealth     Operation = "healthInterpretation"
 	OperationInterpretDependency Operation = "dependencyInterpretation"
+	OperationGetComponents       Operation = "componentResource"
 )
 
-// Operations lists every operation, in the order of the API's fields.
+// Operations lists every operation, in the order of the API's fields, but for
+// componentResource, added later, which is last.
 var Operations = []Operation{OperationRetain, OperationGetReplicas, OperationReviseReplica, OperationReflectStatus,
-	OperationAggregateStatus, OperationInterpretHealth, OperationInterpretDependency}
+	OperationAggregateStatus, OperationInterpretHealth, OperationInterpretDependency, OperationGetComponents}
 
 // Customization is the customized interpretation of one kind. Only the operations Has
 // reports are called; the interpreter's built-in rules serve the others. Implementations
@@ -47,6 +49,9 @@ type Customization interface {
 	AggregateStatus(template *unstructured.Unstructured, items []workv1alpha2.AggregatedStatusItem) (map[string]any, error)
 	InterpretHealth(observed *unstructured.Unstructured) (bool, error)
 	GetDependencies(obj *unstructured.Unstructured) ([]configv1alpha1.DependentObjectReference, error)
+	// GetComponents returns the components of a workload made of several pod templates,
+	// checked: names non-empty, unique and at most 32 characters, at most 32 components.
+	GetComponents(obj *unstructured.Unstructured) ([]workv1alpha2.Component, error)
 }
 
 // Customizations finds the customization of a kind, if any.

@@ -2,7 +2,9 @@
 // replicas a template asks for and what each needs, how to give a member its share, which
 // fields the host filled in and must not travel, which fields a member filled in and must be
 // kept, what status to reflect from a member and how to add it up across members, and
-// whether a member object is healthy. It is pure: objects in, objects out, no client.
+// whether a member object is healthy, and, for a workload made of several pod templates whose
+// customization scripts componentResource, its components (Components). It is pure: objects
+// in, objects out, no client.
 //
 // It knows the built-in kinds Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob,
 // Pod, Service, Ingress, ConfigMap, Secret, PersistentVolumeClaim and PodDisruptionBudget,

@@ -240,3 +240,62 @@ func setNested(obj *unstructured.Unstructured, v int64, path ...string) error {
 	}
 	return nil
 }
+
+// MaxComponents is how many components a workload may have, and MaxComponentName how long a
+// component's name may be (the API's limits on a ResourceBinding's spec.components).
+const (
+	MaxComponents    = 32
+	MaxComponentName = 32
+)
+
+// Components returns the components of a workload made of several pod templates (Karmada's
+// multiple-pod-templates scheduling): for a kind whose customization scripts
+// componentResource, what its GetComponents returns, each component with its name, its
+// replicas and what one of its replicas needs. For every other kind it returns nil: the
+// interpreter knows no built-in kind with components (HasComponents says so), and such
+// kinds are interpreted by GetReplicas.
+func (i Interpreter) Components(obj *unstructured.Unstructured) ([]workv1alpha2.Component, error) {
+	c, ok := i.custom(obj, OperationGetComponents)
+	if !ok {
+		return nil, nil
+	}
+	components, err := c.GetComponents(obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckComponents(components); err != nil {
+		return nil, fmt.Errorf("the customization's GetComponents: %w", err)
+	}
+	return components, nil
+}
+
+// HasComponents reports whether the interpreter knows the components of obj's kind: whether
+// a customization scripts componentResource for it.
+func (i Interpreter) HasComponents(obj *unstructured.Unstructured) bool {
+	_, ok := i.custom(obj, OperationGetComponents)
+	return ok
+}
+
+// CheckComponents checks components as a ResourceBinding's spec.components must be: at most
+// MaxComponents, each named (at most MaxComponentName characters, names unique) with 0 or
+// more replicas.
+func CheckComponents(components []workv1alpha2.Component) error {
+	if len(components) > MaxComponents {
+		return fmt.Errorf("%d components, more than %d", len(components), MaxComponents)
+	}
+	seen := make(map[string]bool, len(components))
+	for n, c := range components {
+		switch {
+		case c.Name == "":
+			return fmt.Errorf("component %d has no name", n+1)
+		case len(c.Name) > MaxComponentName:
+			return fmt.Errorf("component %d: the name %q is longer than %d characters", n+1, c.Name, MaxComponentName)
+		case seen[c.Name]:
+			return fmt.Errorf("component %d: the name %q is used twice", n+1, c.Name)
+		case c.Replicas < 0:
+			return fmt.Errorf("component %q: %d replicas; want 0 or more", c.Name, c.Replicas)
+		}
+		seen[c.Name] = true
+	}
+	return nil
+}

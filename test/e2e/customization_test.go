@@ -39,6 +39,7 @@ end`
 // cacheAggregate sums the members' ready nodes onto the template, reading its spec.
 const cacheAggregate = `
 function AggregateStatus(desired, items)
+  items = items or {} -- nil when no member has reported yet, as in Karmada
   local ready = 0
   for i = 1, #items do
     if items[i].status ~= nil and items[i].status.readyNodes ~= nil then

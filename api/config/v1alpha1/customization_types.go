@@ -59,7 +59,7 @@ type CustomizationTarget struct {
 
 // CustomizationRules are the scripts of a customization, one per operation. Each script
 // defines one Lua function, named per operation below.
-// +kubebuilder:validation:XValidation:rule="has(self.retention) || has(self.replicaResource) || has(self.replicaRevision) || has(self.statusReflection) || has(self.statusAggregation) || has(self.healthInterpretation) || has(self.dependencyInterpretation)",message="customizations must set at least one script"
+// +kubebuilder:validation:XValidation:rule="has(self.retention) || has(self.replicaResource) || has(self.componentResource) || has(self.replicaRevision) || has(self.statusReflection) || has(self.statusAggregation) || has(self.healthInterpretation) || has(self.dependencyInterpretation)",message="customizations must set at least one script"
 type CustomizationRules struct {
 	// Retention keeps values member controllers set: function Retain(desiredObj, observedObj)
 	// returns the object to apply.
@@ -72,6 +72,15 @@ type CustomizationRules struct {
 	// priorityClassName). A kind divides between clusters only when it has replicas.
 	// +optional
 	ReplicaResource *ReplicaResourceRequirement `json:"replicaResource,omitempty"`
+
+	// ComponentResource reads the components of a workload made of several pod templates
+	// (Karmada v1.15+; a Flink job's JobManager and TaskManagers, a Ray cluster's head and
+	// workers): function GetComponents(desiredObj) returns a list of components, each a
+	// table {name, replicas, replicaRequirements}, replicaRequirements shaped as a
+	// ResourceBinding's component requirements (nodeClaim, resourceRequest,
+	// priorityClassName; kube.accuratePodRequirements of the component's pod template fits).
+	// +optional
+	ComponentResource *ComponentResourceRequirement `json:"componentResource,omitempty"`
 
 	// ReplicaRevision gives a member its share: function ReviseReplica(desiredObj,
 	// desiredReplica) returns the revised object.
@@ -113,6 +122,15 @@ type LocalValueRetention struct {
 // ReplicaResourceRequirement holds the GetReplicas script.
 type ReplicaResourceRequirement struct {
 	// LuaScript defines function GetReplicas(desiredObj).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=65536
+	LuaScript string `json:"luaScript"`
+}
+
+// ComponentResourceRequirement holds the GetComponents script.
+type ComponentResourceRequirement struct {
+	// LuaScript defines function GetComponents(desiredObj).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=65536
