@@ -34,6 +34,7 @@ import (
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	"github.com/flotilla-io/flotilla/internal/customization"
+	"github.com/flotilla-io/flotilla/internal/customization/builtin"
 )
 
 // Store holds the customizations in use.
@@ -75,7 +76,9 @@ type Reconciler struct {
 	// failures are the latest run-time failure of each customization's scripts, until
 	// its next generation.
 	failures map[string]failure
-	wake     chan event.GenericEvent
+	// builtinFailures are when each built-in's failure was last logged.
+	builtinFailures map[string]time.Time
+	wake            chan event.GenericEvent
 }
 
 type loadedAs struct {
@@ -249,6 +252,10 @@ func (r *Reconciler) unload(name string) {
 // Failed records a script that failed while running, for the customization's
 // ScriptsHealthy condition. The store calls it; it does not block.
 func (r *Reconciler) Failed(f Failure) {
+	if f.Builtin {
+		r.builtinFailed(f)
+		return
+	}
 	ric := &configv1alpha1.ResourceInterpreterCustomization{}
 	ric.Name = f.Customization
 	r.mu.Lock()
@@ -269,6 +276,27 @@ func (r *Reconciler) Failed(f Failure) {
 		case r.wake <- event.GenericEvent{Object: ric}:
 		default:
 		}
+	}
+}
+
+// builtinFailed logs a built-in's script that failed, at most every failureWriteInterval per
+// built-in: there is no object to write its condition to. The binding's condition and event
+// name it too.
+func (r *Reconciler) builtinFailed(f Failure) {
+	r.mu.Lock()
+	now := r.Now()
+	prev, seen := r.builtinFailures[f.Customization]
+	log := !seen || now.Sub(prev) > failureWriteInterval
+	if log {
+		if r.builtinFailures == nil {
+			r.builtinFailures = map[string]time.Time{}
+		}
+		r.builtinFailures[f.Customization] = now
+	}
+	r.mu.Unlock()
+	if log {
+		ctrl.Log.WithName("customization").Info("A built-in customization's script failed", "customization", f.Customization,
+			"operation", f.Operation, "object", f.Object, "error", f.Err.Error())
 	}
 }
 
@@ -293,6 +321,11 @@ type SetupOptions struct {
 	Changed func(gk schema.GroupKind)
 	// ReadOnly: see Reconciler.ReadOnly.
 	ReadOnly bool
+	// NoBuiltins leaves out the customizations Flotilla ships for third-party kinds
+	// (internal/customization/builtin), which are otherwise in use at the lowest
+	// precedence: a customization on the host that scripts an operation of their kind
+	// wins.
+	NoBuiltins bool
 }
 
 // Setup makes the store of customizations, loads every customization on the host into it
@@ -309,6 +342,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o SetupOptions) (*customizatio
 	r.ReadOnly = o.ReadOnly
 	store := customization.NewStore(customization.Options{OnFailure: r.Failed})
 	r.Store = store
+	if !o.NoBuiltins {
+		// The package's tests compile every built-in: an error is a bug, reported, and the
+		// others are in use.
+		if err := builtin.Load(store); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Built-in customizations not in use")
+		}
+	}
 	if err := r.LoadAll(ctx, mgr.GetAPIReader()); err != nil {
 		ctrl.LoggerFrom(ctx).Info("Cannot list ResourceInterpreterCustomizations at start; their controller loads them", "error", err.Error())
 	}

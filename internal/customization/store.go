@@ -67,6 +67,8 @@ type Failure struct {
 	Object string
 	// Err is the error, as the caller got it.
 	Err error
+	// Builtin: the customization is one Flotilla ships (ApplyBuiltin), not an object.
+	Builtin bool
 }
 
 // limits are Options with the defaults filled in.
@@ -297,7 +299,7 @@ func (k *kindCustomization) run(op interpreter.Operation, obj *unstructured.Unst
 	desc := describe(obj)
 	err = fmt.Errorf("customization %q, %s (%s) of %s: %w", b.c.name, op, b.script.fn, desc, err)
 	if f := k.store.onFailure; f != nil {
-		f(Failure{Customization: b.c.name, Operation: op, Object: desc, Err: err})
+		f(Failure{Customization: b.c.name, Operation: op, Object: desc, Err: err, Builtin: b.c.builtin})
 	}
 	return err
 }
