@@ -64,13 +64,19 @@ func ops(t testing.TB, c interpreter.Customization, want ...interpreter.Operatio
 	}
 }
 
-// items are member statuses as ReflectStatus makes them; a nil object has no status.
-func items(t testing.TB, c interpreter.Customization, members ...any) []workv1alpha2.AggregatedStatusItem {
+// items are member statuses as ReflectStatus makes them, by cluster name; a nil object has no
+// status.
+func items(t testing.TB, c interpreter.Customization, members map[string]*unstructured.Unstructured) []workv1alpha2.AggregatedStatusItem {
 	t.Helper()
+	var names []string
+	for name := range members {
+		names = append(names, name)
+	}
+	slices.Sort(names)
 	var out []workv1alpha2.AggregatedStatusItem
-	for i := 0; i < len(members); i += 2 {
-		item := workv1alpha2.AggregatedStatusItem{ClusterName: members[i].(string), Applied: true, Health: workv1alpha1.ResourceHealthy}
-		if obj, _ := members[i+1].(*unstructured.Unstructured); obj != nil {
+	for _, name := range names {
+		item := workv1alpha2.AggregatedStatusItem{ClusterName: name, Applied: true, Health: workv1alpha1.ResourceHealthy}
+		if obj := members[name]; obj != nil {
 			raw, err := c.ReflectStatus(obj)
 			if err != nil {
 				t.Fatal(err)
@@ -81,6 +87,9 @@ func items(t testing.TB, c interpreter.Customization, members ...any) []workv1al
 	}
 	return out
 }
+
+// members is a shorthand for items' map.
+type members = map[string]*unstructured.Unstructured
 
 // reflected is ReflectStatus's result, decoded.
 func reflected(t testing.TB, c interpreter.Customization, obj *unstructured.Unstructured) map[string]any {
