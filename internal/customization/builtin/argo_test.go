@@ -165,4 +165,3 @@ func TestBuiltinArgoRollout(t *testing.T) {
 		t.Errorf("GetDependencies with a workloadRef (-want +got):\n%s", diff)
 	}
 }
-

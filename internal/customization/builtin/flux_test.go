@@ -217,4 +217,3 @@ func TestBuiltinFluxKustomization(t *testing.T) {
 		t.Errorf("GetDependencies (-want +got):\n%s", diff)
 	}
 }
-

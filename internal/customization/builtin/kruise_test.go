@@ -127,4 +127,3 @@ func TestBuiltinKruiseCloneSet(t *testing.T) {
 		t.Errorf("GetDependencies (-want +got):\n%s", diff)
 	}
 }
-
