@@ -48,7 +48,9 @@ func TestBuiltinKyvernoPolicies(t *testing.T) {
 	ops(t, c, opReflect, opAgg, opHealth, opDeps)
 	checkHealth(t, c, cp, []healthCase{
 		{"ready", nil, true},
-		{"not ready", func(u *unstructured.Unstructured) { condition(u.Object["status"].(map[string]any), "Ready")["status"] = "False" }, false},
+		{"not ready", func(u *unstructured.Unstructured) {
+			condition(u.Object["status"].(map[string]any), "Ready")["status"] = "False"
+		}, false},
 		{"older Kyverno: ready", func(u *unstructured.Unstructured) { set(u, "status.conditions", nil) }, true},
 		{"older Kyverno: not ready", func(u *unstructured.Unstructured) {
 			set(u, "status.conditions", nil)

@@ -260,7 +260,9 @@ func TestBuiltinRayService(t *testing.T) {
 	ops(t, c, opReflect, opAgg, opHealth, opDeps)
 	checkHealth(t, c, rs, []healthCase{
 		{"ready", nil, true},
-		{"not ready", func(u *unstructured.Unstructured) { condition(u.Object["status"].(map[string]any), "Ready")["status"] = "False" }, false},
+		{"not ready", func(u *unstructured.Unstructured) {
+			condition(u.Object["status"].(map[string]any), "Ready")["status"] = "False"
+		}, false},
 		{"older KubeRay: Running", func(u *unstructured.Unstructured) {
 			set(u, "status.conditions", nil)
 			set(u, "status.serviceStatus", "Running")
