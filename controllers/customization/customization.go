@@ -314,6 +314,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// NewStore makes the store of customizations Setup fills, with Flotilla's built-in
+// customizations of third-party kinds in use at the lowest precedence unless o.NoBuiltins.
+// onFailure is told of every script that fails at run time.
+func NewStore(ctx context.Context, o SetupOptions, onFailure func(Failure)) *customization.Store {
+	store := customization.NewStore(customization.Options{OnFailure: onFailure})
+	if !o.NoBuiltins {
+		// The package's tests compile every built-in: an error is a bug, reported, and the
+		// others are in use.
+		if err := builtin.Load(store); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Built-in customizations not in use")
+		}
+	}
+	return store
+}
+
 // SetupOptions configure Setup.
 type SetupOptions struct {
 	// Changed: see Reconciler.Changed. It is called before the manager starts too, by the
@@ -340,15 +355,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o SetupOptions) (*customizatio
 	}
 	r := New(mgr.GetClient(), recorder, o.Changed)
 	r.ReadOnly = o.ReadOnly
-	store := customization.NewStore(customization.Options{OnFailure: r.Failed})
+	store := NewStore(ctx, o, r.Failed)
 	r.Store = store
-	if !o.NoBuiltins {
-		// The package's tests compile every built-in: an error is a bug, reported, and the
-		// others are in use.
-		if err := builtin.Load(store); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Built-in customizations not in use")
-		}
-	}
 	if err := r.LoadAll(ctx, mgr.GetAPIReader()); err != nil {
 		ctrl.LoggerFrom(ctx).Info("Cannot list ResourceInterpreterCustomizations at start; their controller loads them", "error", err.Error())
 	}
