@@ -146,6 +146,10 @@ status:
 	if h, err := pc.InterpretHealth(pt); err != nil || !h {
 		t.Errorf("PyTorchJob InterpretHealth (created) = %v, %v", h, err)
 	}
+	status, err = pc.AggregateStatus(pt, items(t, pc, members{"eu": pt, "us": pt}))
+	if cond := condition(status, "Created"); err != nil || cond == nil || cond["message"] != "created in 2 clusters" || cond["lastTransitionTime"] != "2026-03-04T10:00:00Z" {
+		t.Errorf("PyTorchJob AggregateStatus, created = %v, %v", status, err)
+	}
 	mpi := object(t, `
 apiVersion: kubeflow.org/v2beta1
 kind: MPIJob
