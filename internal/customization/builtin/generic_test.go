@@ -165,3 +165,25 @@ func TestParseErrors(t *testing.T) {
 		t.Errorf("ApplyBuiltin of a broken script: %v", err)
 	}
 }
+
+// TestRetainReplicasLabel: no built-in of a kind with replicas scripts Retain, so the
+// label resourcetemplate.karmada.io/retain-replicas keeps a member's spec.replicas (an HPA's)
+// for them as for any kind.
+func TestRetainReplicasLabel(t *testing.T) {
+	in := interpreter.Interpreter{Customizations: store(t)}
+	for _, text := range []string{cloneSetYAML, advancedStatefulSetYAML, unitedDeploymentYAML, rolloutYAML} {
+		desired := object(t, text)
+		if !in.HasReplicas(desired) {
+			t.Fatalf("%s has no replicas", desired.GetKind())
+		}
+		desired.SetLabels(map[string]string{"resourcetemplate.karmada.io/retain-replicas": "true"})
+		observed := with(desired, "spec.replicas", int64(9))
+		out, err := in.Retain(desired, observed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _, _ := unstructured.NestedInt64(out.Object, "spec", "replicas"); n != 9 {
+			t.Errorf("%s: retained replicas %d, want the member's 9", desired.GetKind(), n)
+		}
+	}
+}
