@@ -116,8 +116,11 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.BoolFunc("builtin-interpreters", "Interpret the third-party kinds Flotilla ships customizations for (OpenKruise, Argo, Flux, Kubeflow, Volcano, Flink, Ray, Spark, Kyverno; "+
 		"see docs/builtin-interpreters.md); a ResourceInterpreterCustomization of the kind wins for the operations it scripts. On by default; =false turns them off.", func(v string) error {
 		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return err
+		}
 		o.controllers.NoBuiltinInterpreters = !on
-		return err
+		return nil
 	})
 }
 

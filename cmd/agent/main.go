@@ -38,8 +38,11 @@ func main() {
 	flag.BoolFunc("builtin-interpreters", "Interpret the third-party kinds Flotilla ships customizations for, as the manager does (see docs/builtin-interpreters.md). "+
 		"On by default; =false turns them off (give the manager the same setting).", func(v string) error {
 		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return err
+		}
 		o.NoBuiltinInterpreters = !on
-		return err
+		return nil
 	})
 	flag.IntVar(&o.IdleGCPercent, "idle-gc-percent", memlimit.DefaultIdlePercent, "GOGC while the agent is idle (it allocated at most half its live heap in the last minute), "+
 		"so that it gives back the memory a burst grew its heap to; Go's 100 is put back at the first burst. 0 turns it off; so does setting $GOGC.")
