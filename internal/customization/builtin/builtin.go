@@ -142,6 +142,9 @@ type Store interface {
 // that does not parse or compile, which the package's tests rule out) names it; the others
 // are in use nonetheless.
 func Load(store Store) error {
+	if store == nil {
+		return errors.New("built-in customizations: no store")
+	}
 	rics, err := Customizations()
 	if err != nil {
 		return fmt.Errorf("built-in customizations: %w", err)

@@ -158,6 +158,9 @@ func TestParseErrors(t *testing.T) {
 	if err != nil || len(rics) != 2 || rics[1].Name != "flotilla-builtin-x-v2" || rics[1].Spec.Target.APIVersion != "example.com/v2" {
 		t.Errorf("Parse with also-for = %v, %v", rics, err)
 	}
+	if err := Load(nil); err == nil {
+		t.Error("Load(nil) succeeded")
+	}
 	// A store refuses a built-in that does not compile, naming it.
 	bad := rics[0].DeepCopy()
 	bad.Spec.Customizations.HealthInterpretation.LuaScript = "function InterpretHealth(o) return end end"
