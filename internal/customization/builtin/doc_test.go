@@ -7,7 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
@@ -73,5 +75,42 @@ func TestEveryKindOfTheIssue(t *testing.T) {
 		if _, ok := s.Lookup(schema.FromAPIVersionAndKind(f[0], f[1])); !ok {
 			t.Errorf("%s is not built in", k)
 		}
+	}
+}
+
+// TestDocOverrideExample: the doc's example customization loads and takes over the
+// CloneSet's health from the built-in, and only that.
+func TestDocOverrideExample(t *testing.T) {
+	raw, err := os.ReadFile("../../../docs/builtin-interpreters.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	start := strings.Index(text, "```yaml\n")
+	if start < 0 {
+		t.Fatal("no YAML example in the doc")
+	}
+	text = text[start+len("```yaml\n"):]
+	text = text[:strings.Index(text, "```")]
+	ric := &configv1alpha1.ResourceInterpreterCustomization{}
+	if err := yaml.UnmarshalStrict([]byte(text), ric); err != nil {
+		t.Fatal(err)
+	}
+	s := store(t)
+	cs := object(t, cloneSetYAML)
+	set(cs, "status.updatedReplicas", int64(0)) // ready, not updated
+	c, _ := s.Lookup(cs.GroupVersionKind())
+	if h, _ := c.InterpretHealth(cs); h {
+		t.Fatal("the built-in counts a CloneSet healthy whose replicas are not updated")
+	}
+	if err := s.Apply(ric); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = s.Lookup(cs.GroupVersionKind())
+	if h, err := c.InterpretHealth(cs); err != nil || !h {
+		t.Errorf("InterpretHealth with the example = %v, %v; want healthy", h, err)
+	}
+	if n, _, err := c.GetReplicas(cs); err != nil || n != 4 {
+		t.Errorf("GetReplicas with the example = %v, %v; want the built-in's 4", n, err)
 	}
 }
