@@ -23,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -112,6 +113,15 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.controllers.Failover.GracePeriod, "graceful-eviction-timeout", d.Failover.GracePeriod,
 		"How long a cluster a workload was evicted from keeps it while the new placement is not healthy yet (a task's gracePeriodSeconds wins).")
 	fs.StringVar(&o.controllers.SchedulerName, "scheduler-name", "default-scheduler", "Bindings naming another scheduler are left to it.")
+	fs.BoolFunc("builtin-interpreters", "Interpret the third-party kinds Flotilla ships customizations for (OpenKruise, Argo, Flux, Kubeflow, Volcano, Flink, Ray, Spark, Kyverno; "+
+		"see docs/builtin-interpreters.md); a ResourceInterpreterCustomization of the kind wins for the operations it scripts. On by default; =false turns them off.", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return err
+		}
+		o.controllers.NoBuiltinInterpreters = !on
+		return nil
+	})
 }
 
 func main() {

@@ -82,6 +82,9 @@ type Options struct {
 	Failover failover.Options
 	// Sharding splits the work of the binding and Work controllers between replicas.
 	Sharding Sharding
+	// NoBuiltinInterpreters leaves out the built-in customizations of third-party kinds
+	// (internal/customization/builtin; --builtin-interpreters=false).
+	NoBuiltinInterpreters bool
 }
 
 // Sharding configures sharded managers. With Shards above 1, the scheduler, binding,
@@ -159,7 +162,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	// current by their controller on every replica.
 	var detectorRef *detector.Reconciler
 	var workStatusRef *workstatus.WorkReconciler
-	store, err := customizationcontroller.Setup(ctx, mgr, customizationcontroller.SetupOptions{Changed: func(gk schema.GroupKind) {
+	store, err := customizationcontroller.Setup(ctx, mgr, customizationcontroller.SetupOptions{NoBuiltins: o.NoBuiltinInterpreters, Changed: func(gk schema.GroupKind) {
 		// Existing templates and Works of the kind are looked at again (leader only: a
 		// replica that becomes leader looks at everything anyway).
 		// Sharded, every replica looks at the Works of its own shards.

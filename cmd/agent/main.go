@@ -7,6 +7,7 @@ package main
 import (
 	"flag"
 	"os"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -34,6 +35,15 @@ func main() {
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 turns it off.")
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the health probes; 0 turns them off.")
 	flag.StringVar(&o.Identity, "identity", "", "This replica's name in the heartbeat Lease (default: the host name).")
+	flag.BoolFunc("builtin-interpreters", "Interpret the third-party kinds Flotilla ships customizations for, as the manager does (see docs/builtin-interpreters.md). "+
+		"On by default; =false turns them off (give the manager the same setting).", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return err
+		}
+		o.NoBuiltinInterpreters = !on
+		return nil
+	})
 	flag.IntVar(&o.IdleGCPercent, "idle-gc-percent", memlimit.DefaultIdlePercent, "GOGC while the agent is idle (it allocated at most half its live heap in the last minute), "+
 		"so that it gives back the memory a burst grew its heap to; Go's 100 is put back at the first burst. 0 turns it off; so does setting $GOGC.")
 	memoryLimit := ""

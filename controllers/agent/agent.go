@@ -113,6 +113,10 @@ type Options struct {
 	// IdleGCPercent is GOGC while the agent is idle (memlimit.IdleGC); 0 leaves the
 	// garbage collector alone, as does a set $GOGC.
 	IdleGCPercent int
+	// NoBuiltinInterpreters leaves out the built-in customizations of third-party kinds
+	// (internal/customization/builtin), as the manager's --builtin-interpreters=false does;
+	// give both the same setting, so that Push and Pull members are read alike.
+	NoBuiltinInterpreters bool
 }
 
 func (o *Options) defaults() {
@@ -246,7 +250,7 @@ func Run(ctx context.Context, o Options) error {
 	// The customizations are loaded before the member connection, whose cache reads whole
 	// the kinds they interpret on member objects, as the manager's member caches do.
 	var workStatus *workstatus.WorkReconciler
-	customizations, err := customizationcontroller.Setup(ctx, mgr, customizationcontroller.SetupOptions{ReadOnly: true, Changed: func(gk schema.GroupKind) {
+	customizations, err := customizationcontroller.Setup(ctx, mgr, customizationcontroller.SetupOptions{ReadOnly: true, NoBuiltins: o.NoBuiltinInterpreters, Changed: func(gk schema.GroupKind) {
 		// The Works of the kind are reflected again, by the elected replica.
 		select {
 		case <-mgr.Elected():

@@ -34,6 +34,7 @@ import (
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	"github.com/flotilla-io/flotilla/internal/customization"
+	"github.com/flotilla-io/flotilla/internal/customization/builtin"
 )
 
 // Store holds the customizations in use.
@@ -75,7 +76,9 @@ type Reconciler struct {
 	// failures are the latest run-time failure of each customization's scripts, until
 	// its next generation.
 	failures map[string]failure
-	wake     chan event.GenericEvent
+	// builtinFailures are when each built-in's failure was last logged.
+	builtinFailures map[string]time.Time
+	wake            chan event.GenericEvent
 }
 
 type loadedAs struct {
@@ -249,6 +252,10 @@ func (r *Reconciler) unload(name string) {
 // Failed records a script that failed while running, for the customization's
 // ScriptsHealthy condition. The store calls it; it does not block.
 func (r *Reconciler) Failed(f Failure) {
+	if f.Builtin {
+		r.builtinFailed(f)
+		return
+	}
 	ric := &configv1alpha1.ResourceInterpreterCustomization{}
 	ric.Name = f.Customization
 	r.mu.Lock()
@@ -272,6 +279,27 @@ func (r *Reconciler) Failed(f Failure) {
 	}
 }
 
+// builtinFailed logs a built-in's script that failed, at most every failureWriteInterval per
+// built-in: there is no object to write its condition to. The binding's condition and event
+// name it too.
+func (r *Reconciler) builtinFailed(f Failure) {
+	r.mu.Lock()
+	now := r.Now()
+	prev, seen := r.builtinFailures[f.Customization]
+	log := !seen || now.Sub(prev) > failureWriteInterval
+	if log {
+		if r.builtinFailures == nil {
+			r.builtinFailures = map[string]time.Time{}
+		}
+		r.builtinFailures[f.Customization] = now
+	}
+	r.mu.Unlock()
+	if log {
+		ctrl.Log.WithName("customization").Info("A built-in customization's script failed", "customization", f.Customization,
+			"operation", f.Operation, "object", f.Object, "error", f.Err.Error())
+	}
+}
+
 // failureWriteInterval bounds how often a failing customization's status is written.
 const failureWriteInterval = 5 * time.Second
 
@@ -286,6 +314,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// NewStore makes the store of customizations Setup fills, with Flotilla's built-in
+// customizations of third-party kinds in use at the lowest precedence unless o.NoBuiltins.
+// onFailure is told of every script that fails at run time.
+func NewStore(ctx context.Context, o SetupOptions, onFailure func(Failure)) *customization.Store {
+	store := customization.NewStore(customization.Options{OnFailure: onFailure})
+	if !o.NoBuiltins {
+		// The package's tests compile every built-in: an error is a bug, reported, and the
+		// others are in use.
+		if err := builtin.Load(store); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Built-in customizations not in use")
+		}
+	}
+	return store
+}
+
 // SetupOptions configure Setup.
 type SetupOptions struct {
 	// Changed: see Reconciler.Changed. It is called before the manager starts too, by the
@@ -293,6 +336,11 @@ type SetupOptions struct {
 	Changed func(gk schema.GroupKind)
 	// ReadOnly: see Reconciler.ReadOnly.
 	ReadOnly bool
+	// NoBuiltins leaves out the customizations Flotilla ships for third-party kinds
+	// (internal/customization/builtin), which are otherwise in use at the lowest
+	// precedence: a customization on the host that scripts an operation of their kind
+	// wins.
+	NoBuiltins bool
 }
 
 // Setup makes the store of customizations, loads every customization on the host into it
@@ -307,7 +355,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o SetupOptions) (*customizatio
 	}
 	r := New(mgr.GetClient(), recorder, o.Changed)
 	r.ReadOnly = o.ReadOnly
-	store := customization.NewStore(customization.Options{OnFailure: r.Failed})
+	store := NewStore(ctx, o, r.Failed)
 	r.Store = store
 	if err := r.LoadAll(ctx, mgr.GetAPIReader()); err != nil {
 		ctrl.LoggerFrom(ctx).Info("Cannot list ResourceInterpreterCustomizations at start; their controller loads them", "error", err.Error())

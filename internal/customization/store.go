@@ -67,6 +67,8 @@ type Failure struct {
 	Object string
 	// Err is the error, as the caller got it.
 	Err error
+	// Builtin: the customization is one Flotilla ships (ApplyBuiltin), not an object.
+	Builtin bool
 }
 
 // limits are Options with the defaults filled in.
@@ -127,6 +129,9 @@ type compiled struct {
 	scripts [numOps]*script
 	hash    string
 	pool    *pool
+	// builtin is a customization Flotilla ships (ApplyBuiltin): it serves only the
+	// operations that no other customization of its kind scripts.
+	builtin bool
 }
 
 var _ interpreter.Customizations = (*Store)(nil)
@@ -142,10 +147,27 @@ func NewStore(o Options) *Store {
 // earlier version of the same name. When a script does not compile, the customization of
 // this name is taken out of use and the error names the operation and the line.
 func (s *Store) Apply(ric *configv1alpha1.ResourceInterpreterCustomization) error {
+	return s.apply(ric, false)
+}
+
+// ApplyBuiltin puts in use a customization that Flotilla ships, at the lowest precedence:
+// for each operation, a customization applied with Apply that scripts it wins, whatever
+// their names. Built-ins have names of their own, apart from Apply's: Remove does not take
+// them out of use, and a customization applied with Apply under the same name does not
+// replace them. Errors are Apply's.
+func (s *Store) ApplyBuiltin(ric *configv1alpha1.ResourceInterpreterCustomization) error {
+	return s.apply(ric, true)
+}
+
+func (s *Store) apply(ric *configv1alpha1.ResourceInterpreterCustomization, builtin bool) error {
 	if ric == nil {
 		return errors.New("no customization")
 	}
 	name := ric.Name
+	key := name
+	if builtin {
+		key = "\x00" + name // no object name has a NUL
+	}
 	scripts, hash, err := compileSpec(ric.Spec)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -153,15 +175,15 @@ func (s *Store) Apply(ric *configv1alpha1.ResourceInterpreterCustomization) erro
 		err = errors.New("the customization has no name")
 	}
 	if err != nil {
-		delete(s.byName, name)
+		delete(s.byName, key)
 		s.reindex()
 		return fmt.Errorf("customization %q: %w", name, err)
 	}
-	if old, ok := s.byName[name]; ok && old.hash == hash {
+	if old, ok := s.byName[key]; ok && old.hash == hash {
 		return nil
 	}
 	gvk, _ := target(ric.Spec.Target)
-	s.byName[name] = &compiled{name: name, gvk: gvk, scripts: scripts, hash: hash, pool: newPool(s.lim)}
+	s.byName[key] = &compiled{name: name, gvk: gvk, scripts: scripts, hash: hash, pool: newPool(s.lim), builtin: builtin}
 	s.reindex()
 	return nil
 }
@@ -177,7 +199,7 @@ func (s *Store) Remove(name string) {
 }
 
 // Lookup returns the customization of gvk: for each operation, the script of the first
-// customization by name that scripts it.
+// customization by name that scripts it, built-ins (ApplyBuiltin) after all others.
 func (s *Store) Lookup(gvk schema.GroupVersionKind) (interpreter.Customization, bool) {
 	k, ok := (*s.index.Load())[gvk]
 	if !ok {
@@ -205,6 +227,11 @@ func (s *Store) reindex() {
 	for gvk, cs := range byKind {
 		slices.SortFunc(cs, func(a, b *compiled) int {
 			switch {
+			case a.builtin != b.builtin: // built-ins last
+				if a.builtin {
+					return 1
+				}
+				return -1
 			case a.name < b.name:
 				return -1
 			case a.name > b.name:
@@ -215,7 +242,7 @@ func (s *Store) reindex() {
 		k := &kindCustomization{store: s, gvk: gvk}
 		h := sha256.New()
 		for _, c := range cs {
-			fmt.Fprintf(h, "%s\x00%s\x00", c.name, c.hash)
+			fmt.Fprintf(h, "%s\x00%s\x00%t\x00", c.name, c.hash, c.builtin)
 			for i, sc := range c.scripts {
 				if sc != nil && k.ops[i].script == nil {
 					k.ops[i] = binding{c: c, script: sc}
@@ -282,7 +309,7 @@ func (k *kindCustomization) run(op interpreter.Operation, obj *unstructured.Unst
 	desc := describe(obj)
 	err = fmt.Errorf("customization %q, %s (%s) of %s: %w", b.c.name, op, b.script.fn, desc, err)
 	if f := k.store.onFailure; f != nil {
-		f(Failure{Customization: b.c.name, Operation: op, Object: desc, Err: err})
+		f(Failure{Customization: b.c.name, Operation: op, Object: desc, Err: err, Builtin: b.c.builtin})
 	}
 	return err
 }

@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-io/flotilla/internal/customization/builtin"
 )
 
 // readObjects reads every YAML document of the files under dir (recursively) whose API group
@@ -121,11 +123,12 @@ var _ = Describe("Valid Karmada YAML", func() {
 		})
 	}
 
-	It("applies the built-in customizations: config/customizations", func(ctx context.Context) {
-		objs := readObjects(filepath.Join("..", "..", "config", "customizations"))
-		Expect(len(objs)).To(BeNumerically(">=", 4))
-		for _, obj := range objs {
-			Expect(k8sClient.Create(ctx, obj, client.DryRunAll)).To(Succeed(), obj.GetName())
+	It("applies the built-in customizations: internal/customization/builtin", func(ctx context.Context) {
+		rics, err := builtin.Customizations()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(len(rics)).To(BeNumerically(">=", 30))
+		for _, ric := range rics {
+			Expect(k8sClient.Create(ctx, ric, client.DryRunAll)).To(Succeed(), ric.Name)
 		}
 	})
 

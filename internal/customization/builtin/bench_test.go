@@ -1,4 +1,4 @@
-package customization
+package builtin
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/customization"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
@@ -49,7 +51,7 @@ func interpretations(b *testing.B, objs []*unstructured.Unstructured, fn func(*u
 // kube.accuratePodRequirements) over 1,000 distinct Rollouts.
 func BenchmarkGetReplicas(b *testing.B) {
 	objs := rollouts(b, 1000)
-	c := lookup(b, builtinStore(b, Options{}), objs[0])
+	c := builtinFor(b, objs[0])
 	interpretations(b, objs, func(o *unstructured.Unstructured) error {
 		_, _, err := c.GetReplicas(o)
 		return err
@@ -59,7 +61,7 @@ func BenchmarkGetReplicas(b *testing.B) {
 // BenchmarkInterpretHealth: the Rollout customization's InterpretHealth, same objects.
 func BenchmarkInterpretHealth(b *testing.B) {
 	objs := rollouts(b, 1000)
-	c := lookup(b, builtinStore(b, Options{}), objs[0])
+	c := builtinFor(b, objs[0])
 	interpretations(b, objs, func(o *unstructured.Unstructured) error {
 		_, err := c.InterpretHealth(o)
 		return err
@@ -69,7 +71,7 @@ func BenchmarkInterpretHealth(b *testing.B) {
 // BenchmarkReflectStatus: the Rollout customization's ReflectStatus, same objects.
 func BenchmarkReflectStatus(b *testing.B) {
 	objs := rollouts(b, 1000)
-	c := lookup(b, builtinStore(b, Options{}), objs[0])
+	c := builtinFor(b, objs[0])
 	interpretations(b, objs, func(o *unstructured.Unstructured) error {
 		_, err := c.ReflectStatus(o)
 		return err
@@ -80,12 +82,17 @@ func BenchmarkReflectStatus(b *testing.B) {
 // call apart from the script's work.
 func BenchmarkGetReplicasMinimal(b *testing.B) {
 	objs := rollouts(b, 1000)
-	store := NewStore(Options{})
-	ric := newRICFor("min", "argoproj.io/v1alpha1", "Rollout", scripts{interpreter.OperationGetReplicas: `function GetReplicas(o) return o.spec.replicas end`})
+	store := customization.NewStore(customization.Options{})
+	ric := &configv1alpha1.ResourceInterpreterCustomization{Spec: configv1alpha1.ResourceInterpreterCustomizationSpec{
+		Target: configv1alpha1.CustomizationTarget{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout"},
+		Customizations: configv1alpha1.CustomizationRules{ReplicaResource: &configv1alpha1.ReplicaResourceRequirement{
+			LuaScript: `function GetReplicas(o) return o.spec.replicas end`}},
+	}}
+	ric.Name = "min"
 	if err := store.Apply(ric); err != nil {
 		b.Fatal(err)
 	}
-	c := lookup(b, store, objs[0])
+	c, _ := store.Lookup(objs[0].GroupVersionKind())
 	interpretations(b, objs, func(o *unstructured.Unstructured) error {
 		_, _, err := c.GetReplicas(o)
 		return err
