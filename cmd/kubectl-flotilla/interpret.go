@@ -24,6 +24,7 @@ import (
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/customization"
+	"github.com/flotilla-io/flotilla/internal/customization/builtin"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
@@ -73,6 +74,7 @@ type interpretFlags struct {
 	status         string
 	desiredReplica int64
 	check          bool
+	builtin        bool
 	output         string
 }
 
@@ -86,7 +88,8 @@ locally, with the engine and sandbox the manager uses, and prints the results as
 karmadactl interpret does for script authors.
 
 The customizations come from -f (files of one or more YAML documents, or a List; - is stdin),
-or, without -f, from the host cluster (--kubeconfig, --context). The one that applies is the
+from Flotilla's built-in interpreters (--builtin), or otherwise from the host cluster
+(--kubeconfig, --context). The one that applies is the
 one whose target is the object's apiVersion and kind; when several script an operation, the
 first by name serves it, as in the manager.
 
@@ -135,6 +138,7 @@ with the customization, the operation and the line, and the command exits non-ze
 	}
 	f := cmd.Flags()
 	f.StringSliceVarP(&o.files, "filename", "f", nil, "Files of ResourceInterpreterCustomizations (- for stdin); default: those in the host cluster")
+	f.BoolVar(&o.builtin, "builtin", false, "Use Flotilla's built-in interpreters of third-party kinds (docs/builtin-interpreters.md) instead of -f or the host's")
 	f.StringVar(&o.operation, "operation", "", "The operation to run (InterpretReplica, InterpretComponent, ReviseReplica, Retain, InterpretStatus, InterpretHealth, InterpretDependency, AggregateStatus); default: every scripted one")
 	f.StringVar(&o.desired, "desired-file", "", "File of the desired object, the template (- for stdin)")
 	f.StringVar(&o.observed, "observed-file", "", "File of the observed object, as in a member (- for stdin)")
@@ -184,7 +188,19 @@ func runInterpret(cmd *cobra.Command, host *hostFlags, o *interpretFlags) error 
 
 	var rics []configv1alpha1.ResourceInterpreterCustomization
 	source := "the host cluster"
-	if len(o.files) > 0 {
+	if o.builtin && len(o.files) > 0 {
+		return errors.New("--builtin and -f both name the customizations: give one")
+	}
+	if o.builtin {
+		source = "the built-in interpreters"
+		list, err := builtin.Customizations()
+		if err != nil {
+			return err
+		}
+		for _, ric := range list {
+			rics = append(rics, *ric)
+		}
+	} else if len(o.files) > 0 {
 		source = strings.Join(o.files, ", ")
 		for _, path := range o.files {
 			data, err := read(path)

@@ -589,3 +589,29 @@ func wantError(t *testing.T, err error, wants ...string) {
 		}
 	}
 }
+
+func TestInterpretBuiltin(t *testing.T) {
+	out, err := run(t, "interpret", "--builtin", "--check")
+	if err != nil {
+		t.Fatalf("the built-in interpreters fail their check: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, `"flotilla-builtin-kruise-cloneset" (apps.kruise.io/v1alpha1 CloneSet): OK`) {
+		t.Errorf("no CloneSet in the built-ins' check:\n%s", out)
+	}
+	cloneSet := files(t, "cs.yaml", `apiVersion: apps.kruise.io/v1alpha1
+kind: CloneSet
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 5
+  template:
+    spec:
+      containers: [{name: app, image: nginx, resources: {requests: {cpu: 100m}}}]
+`)
+	out, err = run(t, "interpret", "--builtin", "--operation", "GetReplicas", "--desired-file", cloneSet["cs.yaml"])
+	if err != nil || !strings.Contains(out, "replicas: 5") {
+		t.Errorf("GetReplicas of a CloneSet with the built-ins: %v\n%s", err, out)
+	}
+	if _, err := run(t, "interpret", "--builtin", "-f", cloneSet["cs.yaml"], "--check"); err == nil || !strings.Contains(err.Error(), "give one") {
+		t.Errorf("--builtin with -f: %v", err)
+	}
+}
