@@ -118,15 +118,19 @@ func parseLease(s string) (types.NamespacedName, error) {
 }
 
 func memberConfigs(flags []string) (map[string]*rest.Config, error) {
-	out := map[string]*rest.Config{}
+	files := map[string]string{}
 	for _, f := range flags {
 		name, file, ok := strings.Cut(f, "=")
 		if !ok || name == "" || file == "" {
 			return nil, fmt.Errorf("--member-kubeconfig %q: want NAME=FILE", f)
 		}
-		if _, dup := out[name]; dup {
+		if _, dup := files[name]; dup {
 			return nil, fmt.Errorf("--member-kubeconfig: %s given twice", name)
 		}
+		files[name] = file
+	}
+	out := map[string]*rest.Config{}
+	for name, file := range files {
 		cfg, err := join.LoadKubeconfig(file, "")
 		if err != nil {
 			return nil, fmt.Errorf("--member-kubeconfig %s: %w", name, err)
