@@ -44,6 +44,9 @@ type ReplicaInterpreter interface {
 	// Revision is the revision of the kind's customization ("" without one): a binding
 	// computed with another revision is computed again.
 	Revision(gvk schema.GroupVersionKind) string
+	// Components returns the components of a multi-component workload (a customization's
+	// componentResource), nil for other kinds.
+	Components(obj *unstructured.Unstructured) ([]workv1alpha2.Component, error)
 }
 
 // Dependencies is told of templates that exist, so that workloads waiting for them as
@@ -573,6 +576,10 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	if err != nil {
 		return false, fmt.Errorf("reading replicas of %s: %w", key, err)
 	}
+	components, err := r.Interpreter.Components(full)
+	if err != nil {
+		return false, fmt.Errorf("reading the components of %s: %w", key, err)
+	}
 	if divided(policySide.Placement) && !r.Interpreter.HasReplicas(full) {
 		r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, wellknown.EventReasonReplicasNotDivided, "Propagate",
 			"%s places it Divided, but Flotilla does not know the replicas of %s: every cluster gets it whole, as Duplicated. "+
@@ -600,6 +607,7 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	}
 	spec.Replicas = replicas
 	spec.ReplicaRequirements = req
+	spec.Components = components
 
 	if !exists {
 		idLabel := wellknown.ResourceBindingPermanentIDLabel
@@ -653,6 +661,7 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	cur.Resource = spec.Resource
 	cur.Replicas = spec.Replicas
 	cur.ReplicaRequirements = spec.ReplicaRequirements
+	cur.Components = spec.Components
 	cur.Placement = spec.Placement
 	cur.PropagateDeps = spec.PropagateDeps
 	cur.SchedulerName = spec.SchedulerName
