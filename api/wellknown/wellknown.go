@@ -209,8 +209,9 @@ const (
 // Event reasons.
 const (
 	EventReasonApplyPolicySucceed          = "ApplyPolicySucceed"
-	EventReasonApplyPolicyFailed           = "ApplyPolicyFailed"
-	EventReasonNoPolicyMatch               = "NoPolicyMatch"
+	// EventReasonApplyPolicyFailed: a policy could not be applied to a template, or no
+	// policy matches it (a Warning with MessageNoPolicyMatch), as Karmada's detector says.
+	EventReasonApplyPolicyFailed = "ApplyPolicyFailed"
 	EventReasonScheduleBindingSucceed      = "ScheduleBindingSucceed"
 	EventReasonScheduleBindingFailed       = "ScheduleBindingFailed"
 	EventReasonApplyOverrideSucceed        = "ApplyOverridePolicySucceed"
@@ -256,6 +257,7 @@ const (
 
 // Messages users search for.
 const (
-	// MessageNoPolicyMatch is the Warning event a template gets once while no policy selects it.
+	// MessageNoPolicyMatch is the note of the ApplyPolicyFailed Warning a template gets once
+	// while no policy selects it (Karmada's wording).
 	MessageNoPolicyMatch = "No policy match for resource"
 )

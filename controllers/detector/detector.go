@@ -165,7 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 		// Cluster-scoped objects are all candidates for ClusterPropagationPolicies; only the
 		// templates of opted-in namespaces are expected to propagate, so only they are warned.
 		if _, already := r.warned.LoadOrStore(key, struct{}{}); !already && tmpl.Namespace != "" {
-			r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, wellknown.EventReasonNoPolicyMatch, "Propagate", wellknown.MessageNoPolicyMatch)
+			r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, wellknown.EventReasonApplyPolicyFailed, "Propagate", wellknown.MessageNoPolicyMatch)
 		}
 		return ctrl.Result{}, nil
 	}

@@ -147,13 +147,13 @@ func scale(ctx context.Context, web *appsv1.Deployment, b *workv1alpha2.Resource
 	Expect(b.Spec.Replicas).To(Equal(replicas))
 }
 
-// noPolicyWarnings counts the NoPolicyMatch warnings about obj, series included.
+// noPolicyWarnings counts the no-policy warnings about obj (ApplyPolicyFailed with
+// MessageNoPolicyMatch), series included.
 func noPolicyWarnings(ctx context.Context, g Gomega, obj client.Object) int {
 	n := 0
 	for _, e := range env.Events(ctx, g, obj) {
-		if e.Reason == wellknown.EventReasonNoPolicyMatch {
+		if e.Reason == wellknown.EventReasonApplyPolicyFailed && e.Note == wellknown.MessageNoPolicyMatch {
 			g.Expect(e.Type).To(Equal(corev1.EventTypeWarning))
-			g.Expect(e.Note).To(Equal(wellknown.MessageNoPolicyMatch))
 			n++
 			if e.Series != nil {
 				n += int(e.Series.Count) - 1
@@ -486,7 +486,7 @@ var _ = Describe("Binding cluster-scoped templates to ClusterPropagationPolicies
 			g.Expect(env.Host.List(ctx, events)).To(Succeed())
 			var warned []string
 			for _, e := range events.Items {
-				if e.Reason == wellknown.EventReasonNoPolicyMatch && e.InvolvedObject.Namespace == "" {
+				if e.Reason == wellknown.EventReasonApplyPolicyFailed && e.Message == wellknown.MessageNoPolicyMatch && e.InvolvedObject.Namespace == "" {
 					warned = append(warned, e.InvolvedObject.Kind+" "+e.InvolvedObject.Name)
 				}
 			}
