@@ -208,10 +208,10 @@ const (
 
 // Event reasons.
 const (
-	EventReasonApplyPolicySucceed          = "ApplyPolicySucceed"
+	EventReasonApplyPolicySucceed = "ApplyPolicySucceed"
 	// EventReasonApplyPolicyFailed: a policy could not be applied to a template, or no
 	// policy matches it (a Warning with MessageNoPolicyMatch), as Karmada's detector says.
-	EventReasonApplyPolicyFailed = "ApplyPolicyFailed"
+	EventReasonApplyPolicyFailed           = "ApplyPolicyFailed"
 	EventReasonScheduleBindingSucceed      = "ScheduleBindingSucceed"
 	EventReasonScheduleBindingFailed       = "ScheduleBindingFailed"
 	EventReasonApplyOverrideSucceed        = "ApplyOverridePolicySucceed"
