@@ -211,13 +211,16 @@ const (
 	EventReasonApplyPolicySucceed = "ApplyPolicySucceed"
 	// EventReasonApplyPolicyFailed: a policy could not be applied to a template, or no
 	// policy matches it (a Warning with MessageNoPolicyMatch), as Karmada's detector says.
-	EventReasonApplyPolicyFailed           = "ApplyPolicyFailed"
-	EventReasonScheduleBindingSucceed      = "ScheduleBindingSucceed"
-	EventReasonScheduleBindingFailed       = "ScheduleBindingFailed"
-	EventReasonApplyOverrideSucceed        = "ApplyOverridePolicySucceed"
-	EventReasonApplyOverrideFailed         = "ApplyOverridePolicyFailed"
-	EventReasonSyncWorkSucceed             = "SyncWorkSucceed"
-	EventReasonSyncWorkFailed              = "SyncWorkFailed"
+	EventReasonApplyPolicyFailed      = "ApplyPolicyFailed"
+	EventReasonScheduleBindingSucceed = "ScheduleBindingSucceed"
+	EventReasonScheduleBindingFailed  = "ScheduleBindingFailed"
+	EventReasonApplyOverrideSucceed   = "ApplyOverridePolicySucceed"
+	EventReasonApplyOverrideFailed    = "ApplyOverridePolicyFailed"
+	EventReasonSyncWorkSucceed        = "SyncWorkSucceed"
+	EventReasonSyncWorkFailed         = "SyncWorkFailed"
+	// EventReasonSyncWorkloadFailed: a Work's manifests could not be applied to its member
+	// (a Warning on the Work), Karmada's execution controller's reason.
+	EventReasonSyncWorkloadFailed          = "SyncFailed"
 	EventReasonAggregateStatusSucceed      = "AggregateStatusSucceed"
 	EventReasonAggregateStatusFailed       = "AggregateStatusFailed"
 	EventReasonWorkDispatching             = "WorkDispatching"
