@@ -208,10 +208,16 @@ const (
 
 // Event reasons.
 const (
-	EventReasonApplyPolicySucceed = "ApplyPolicySucceed"
+	// Karmada's reasons (its pkg/events), for the same situations; docs/event-reasons.md
+	// lists where Flotilla's events still differ.
+	//
 	// EventReasonApplyPolicyFailed: a policy could not be applied to a template, or no
 	// policy matches it (a Warning with MessageNoPolicyMatch), as Karmada's detector says.
+	// EventReasonPreemptPolicySucceed: a policy with preemption: Always took a template from
+	// the policy that claimed it (besides ApplyPolicySucceed).
+	EventReasonApplyPolicySucceed     = "ApplyPolicySucceed"
 	EventReasonApplyPolicyFailed      = "ApplyPolicyFailed"
+	EventReasonPreemptPolicySucceed   = "PreemptPolicySucceed"
 	EventReasonScheduleBindingSucceed = "ScheduleBindingSucceed"
 	EventReasonScheduleBindingFailed  = "ScheduleBindingFailed"
 	EventReasonApplyOverrideSucceed   = "ApplyOverridePolicySucceed"

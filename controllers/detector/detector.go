@@ -199,6 +199,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 		msg := fmt.Sprintf("Applied %s", p)
 		if choice.Preempted {
 			msg += " (preempted the previous policy)"
+			// Karmada tells a preemption with its own reason as well as the apply's.
+			r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, wellknown.EventReasonPreemptPolicySucceed, "Preempt",
+				"%s preempted the policy that claimed the template", p)
 		}
 		r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, wellknown.EventReasonApplyPolicySucceed, "Propagate", msg)
 	}
