@@ -158,7 +158,7 @@ type Result struct {
 // Schedule runs one scheduling cycle: filter the clusters, score the feasible ones, select
 // among them (spread constraints) and assign replicas. With clusterAffinities it runs a cycle
 // per group, starting from the group last observed in status, and returns the first group
-// that fits.
+// that fits; a group with overflowAffinities is filled tier by tier (see the package doc).
 //
 // It returns an *UnschedulableError when no placement fits, an error wrapping
 // ErrInvalidPlacement when the placement is invalid, and any other error for internal
