@@ -6,12 +6,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
@@ -113,7 +116,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		// A workload that moves, goes or is placed can let the waiting workloads of its
 		// affinity groups fit (an anti-affinity peer left a cluster, an affinity peer was
 		// placed): they are tried again at once rather than after their backoff.
-		b = b.Watches(sample, clusterHandler(r.waitingPeers), builder.WithPredicates(peerMoved()))
+		b = b.Watches(sample, peerHandler(r.waitingPeers), builder.WithPredicates(peerMoved()))
 	}
 	return r.Shards.Complete(b, shard.ListFrom(mgr.GetCache(), func() client.ObjectList { return bindings.NewList(sample) }), r)
 }
@@ -168,6 +171,22 @@ func (r *Reconciler) waitingPeers(ctx context.Context, o client.Object) []client
 		}
 	}
 	return out
+}
+
+// peerHandler queues the waiting peers of a binding that changed: of its groups before and
+// after the change (a binding that leaves a group frees its clusters for that group).
+func peerHandler(peersOf func(ctx context.Context, o client.Object) []client.Object) handler.TypedEventHandler[client.Object, reconcile.Request] {
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, false, peersOf(ctx, e.Object)...)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, false, append(peersOf(ctx, e.ObjectOld), peersOf(ctx, e.ObjectNew)...)...)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, false, peersOf(ctx, e.Object)...)
+		},
+	}
 }
 
 // peerMoved passes binding changes that can change where a workload-affinity peer fits:
