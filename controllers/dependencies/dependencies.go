@@ -484,8 +484,11 @@ func withSnapshot(list []workv1alpha2.BindingSnapshot, s workv1alpha2.BindingSna
 	return out
 }
 
-// claimed reports whether a policy claims the binding (the detector owns it then).
-func claimed(b client.Object) bool {
+// claimed reports whether the detector owns the binding: a policy claims it, or claimed it and
+// was deleted (the binding then keeps its clusters until its template goes: it is not the
+// dependencies' to delete when no workload needs it any more).
+func claimed(b *workv1alpha2.ResourceBinding) bool {
 	l := b.GetLabels()
-	return l[wellknown.PropagationPolicyPermanentIDLabel] != "" || l[wellknown.ClusterPropagationPolicyPermanentIDLabel] != ""
+	return l[wellknown.PropagationPolicyPermanentIDLabel] != "" || l[wellknown.ClusterPropagationPolicyPermanentIDLabel] != "" ||
+		len(b.Spec.Clusters) > 0
 }

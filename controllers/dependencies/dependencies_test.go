@@ -235,14 +235,23 @@ var _ = Describe("propagateDeps", func() {
 		schedule(ctx, ns, "ConfigMap", "shared", "member2")
 		Eventually(func(g Gomega) []string { return workClusters(ctx, g, "ConfigMap", ns, "shared") }, timeout).Should(ConsistOf("member1", "member2"))
 
-		By("deleting the policy leaves the dependency where the workload needs it")
+		By("deleting the policy leaves the dependency where the workload needs it, and where the policy put it")
+		// As any template whose policy goes: its binding keeps its clusters until it is deleted.
 		Expect(env.Host.Delete(ctx, own)).To(Succeed())
 		Eventually(func(g Gomega) {
 			rb := bindingOf(ctx, g, ns, "ConfigMap", "shared")
 			g.Expect(rb.DeletionTimestamp).To(BeNil())
 			g.Expect(rb.Labels).NotTo(HaveKey(wellknown.PropagationPolicyPermanentIDLabel))
 			g.Expect(rb.Spec.Placement).To(BeNil())
-			g.Expect(workClusters(ctx, g, "ConfigMap", ns, "shared")).To(ConsistOf("member1"))
+			g.Expect(workClusters(ctx, g, "ConfigMap", ns, "shared")).To(ConsistOf("member1", "member2"))
+		}, timeout).Should(Succeed())
+
+		By("the workload letting go of it keeps it where the policy put it, until it is deleted")
+		Expect(env.Host.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			rb := bindingOf(ctx, g, ns, "ConfigMap", "shared")
+			g.Expect(requiredBy(rb)).To(BeEmpty())
+			g.Expect(workClusters(ctx, g, "ConfigMap", ns, "shared")).To(ConsistOf("member2"))
 		}, timeout).Should(Succeed())
 	})
 

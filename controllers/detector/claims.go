@@ -20,8 +20,8 @@ const (
 	// IndexBindingByClaim indexes ResourceBindings and ClusterResourceBindings by their claim
 	// label, as label=permanent-id: a policy finds the templates it claims.
 	IndexBindingByClaim = "flotilla.io/binding-by-claim"
-	// IndexClaimedBindingByKind indexes the bindings that carry a claim by their template's
-	// kind (schema.GroupVersionKind.String()): a kind newly discovered at start-up finds its
+	// IndexClaimedBindingByKind indexes the bindings that carry a claim, or that one left
+	// behind, by their template's kind (schema.GroupVersionKind.String()): a kind newly discovered at start-up finds its
 	// claimed templates (those of cluster-scoped kinds are then watched).
 	IndexClaimedBindingByKind = "flotilla.io/claimed-binding-by-kind"
 )
@@ -37,9 +37,11 @@ func claimIndexValues(o client.Object) []string {
 	return out
 }
 
-// claimedKindIndexValues is the IndexClaimedBindingByKind value of a binding.
+// claimedKindIndexValues is the IndexClaimedBindingByKind value of a binding that carries a
+// claim, or that a claim left behind (orphan: it keeps its clusters until its template goes,
+// so the template's kind must be watched for that).
 func claimedKindIndexValues(o client.Object) []string {
-	if len(claimIndexValues(o)) == 0 {
+	if len(claimIndexValues(o)) == 0 && len(bindings.Spec(o).Clusters) == 0 {
 		return nil
 	}
 	res := bindings.Spec(o).Resource

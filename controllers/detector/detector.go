@@ -154,7 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 		log.Error(chooseErr, "Some policies have invalid selectors and were skipped")
 	}
 	if choice.Policy == nil {
-		attached, err := r.unclaim(ctx, tmpl, rb)
+		attached, err := r.orphan(ctx, tmpl, rb)
 		if err != nil {
 			return retryOn(err)
 		}
@@ -350,28 +350,68 @@ func groupOf(apiVersion string) string {
 var claimLabels = []string{wellknown.PropagationPolicyPermanentIDLabel, wellknown.ClusterPropagationPolicyPermanentIDLabel}
 var claimAnnotations = []string{wellknown.PropagationPolicyNamespaceAnnotation, wellknown.PropagationPolicyNameAnnotation, wellknown.ClusterPropagationPolicyNameAnnotation}
 
-// unclaim removes the claim, that is the binding, keeping member objects. A binding that
+// unclaim releases a template that is no longer in scope (its namespace opted out): its
+// binding goes, and its member objects stay, released to the members. A binding that
 // workloads require as a dependency stays, without the policy's part: attached reports so.
 // rb is the binding as read (nil: none in the cache).
 func (r *Reconciler) unclaim(ctx context.Context, tmpl *metav1.PartialObjectMetadata, rb client.Object) (attached bool, err error) {
 	key := Key{GVK: tmpl.GroupVersionKind(), NamespacedName: client.ObjectKeyFromObject(tmpl)}
 	if rb != nil && rb.GetDeletionTimestamp() == nil && len(bindings.Spec(rb).RequiredBy) > 0 {
 		r.created.Delete(key)
-		return true, r.detach(ctx, rb.DeepCopyObject().(client.Object), tmpl)
+		return true, r.detach(ctx, rb.DeepCopyObject().(client.Object), tmpl, false)
 	}
 	return false, r.deleteBinding(ctx, key, true)
 }
 
-// detach turns the binding of a template that workloads require, and that no policy claims,
-// into a dependency's binding: no policy labels, placement or schedule of its own, so it goes
-// where the workloads go (spec.requiredBy). Its resource follows the template, so that
-// changes to it reach the members.
+// orphan is what becomes of the binding of a template in scope that no policy claims any more
+// (the policy was deleted, or no longer selects it). As in Karmada, the binding lives as long
+// as the template: it stays, without the claim, so that the member objects stay where they
+// are, managed, and are deleted with the template (unless the policy had
+// preserveResourcesOnDeletion), whichever of the two is deleted first (`kubectl delete -f`
+// of a file holding both). It keeps its clusters and replicas but no placement, so nothing
+// schedules it again; the template's edits still reach those clusters (its resource follows
+// the template, as a dependency's does). A binding that was never scheduled has nothing in
+// the members and goes. attached reports a binding that workloads require (no warning is due).
+func (r *Reconciler) orphan(ctx context.Context, tmpl *metav1.PartialObjectMetadata, rb client.Object) (attached bool, err error) {
+	key := Key{GVK: tmpl.GroupVersionKind(), NamespacedName: client.ObjectKeyFromObject(tmpl)}
+	if rb == nil {
+		if rb, err = r.justCreated(ctx, key); rb == nil || err != nil {
+			return false, err
+		}
+	}
+	defer func() {
+		if !errors.Is(err, errRetry) {
+			// Done with: a retry must still find a binding the cache does not show yet.
+			r.created.Delete(key)
+		}
+	}()
+	if rb.GetDeletionTimestamp() != nil {
+		return false, nil
+	}
+	spec := bindings.Spec(rb)
+	required := len(spec.RequiredBy) > 0
+	if len(spec.Clusters) == 0 && !required {
+		// Deleted only as read: scheduled since, it has member objects to keep.
+		err := r.Client.Delete(ctx, rb, client.Preconditions{ResourceVersion: ptr.To(rb.GetResourceVersion())})
+		if apierrors.IsConflict(err) {
+			return false, errRetry
+		}
+		return false, client.IgnoreNotFound(err)
+	}
+	return required, r.detach(ctx, rb.DeepCopyObject().(client.Object), tmpl, true)
+}
+
+// detach turns the binding of a template that no policy claims into one with no policy
+// labels, placement or schedule of its own, whose resource follows the template so that
+// changes to it reach the members. keepClusters (orphan) keeps the clusters and replicas the
+// scheduler last gave it; without (a dependency of a template out of scope), it goes only
+// where the workloads that require it go (spec.requiredBy).
 //
 // Whether workloads require it was read from rb, so the write holds only if rb is the
 // binding's current version (optimistic lock): the last workload may have let go a moment
 // ago, and a binding detached then would stay, required by nothing and claimed by nothing
 // (found by a soak). A conflict is errRetry: the next pass decides on the newer version.
-func (r *Reconciler) detach(ctx context.Context, rb client.Object, tmpl *metav1.PartialObjectMetadata) error {
+func (r *Reconciler) detach(ctx context.Context, rb client.Object, tmpl *metav1.PartialObjectMetadata, keepClusters bool) error {
 	before := rb.DeepCopyObject().(client.Object)
 	labels := rb.GetLabels()
 	for _, k := range claimLabels {
@@ -388,9 +428,13 @@ func (r *Reconciler) detach(ctx context.Context, rb client.Object, tmpl *metav1.
 	spec := bindings.Spec(rb)
 	spec.Resource.UID = tmpl.UID
 	spec.Resource.ResourceVersion = tmpl.ResourceVersion
-	spec.Placement, spec.Clusters, spec.Failover, spec.SchedulePriority, spec.Suspension = nil, nil, nil, nil, nil
+	spec.Placement, spec.Failover, spec.SchedulePriority, spec.SchedulerName = nil, nil, nil, ""
+	// Workload-affinity groups are the policy's: a template no policy claims is in none.
 	spec.WorkloadAffinityGroups = nil
-	spec.PropagateDeps, spec.SchedulerName, spec.Replicas, spec.ReplicaRequirements = false, "", 0, nil
+	if !keepClusters {
+		spec.Clusters, spec.Suspension = nil, nil
+		spec.PropagateDeps, spec.Replicas, spec.ReplicaRequirements = false, 0, nil
+	}
 	if equality.Semantic.DeepEqual(before, rb) {
 		return nil
 	}
@@ -399,7 +443,12 @@ func (r *Reconciler) detach(ctx context.Context, rb client.Object, tmpl *metav1.
 		return errRetry
 	}
 	if err == nil && len(before.GetLabels()) != len(rb.GetLabels()) {
-		ctrl.LoggerFrom(ctx).Info("Policy released a template that workloads require; it stays where they need it", "binding", rb.GetName())
+		if keepClusters {
+			ctrl.LoggerFrom(ctx).Info("No policy claims the template any more; its binding stays, and its member objects with it, until the template is deleted",
+				"binding", rb.GetName(), "clusters", bindings.Scheduled(spec))
+		} else {
+			ctrl.LoggerFrom(ctx).Info("Policy released a template that workloads require; it stays where they need it", "binding", rb.GetName())
+		}
 	}
 	return client.IgnoreNotFound(err)
 }
@@ -421,17 +470,13 @@ func (r *Reconciler) deleteBinding(ctx context.Context, key Key, preserve bool) 
 
 // deleteBindingOnce is one attempt of deleteBinding.
 func (r *Reconciler) deleteBindingOnce(ctx context.Context, key Key, preserve bool) error {
-	at, justCreated := r.created.Load(key)
 	rb := newBinding(key)
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(rb), rb); err != nil {
-		if !apierrors.IsNotFound(err) || !justCreated || time.Since(at) >= createdTTL {
-			return client.IgnoreNotFound(err)
+		if !apierrors.IsNotFound(err) {
+			return err
 		}
-		// This detector created the binding a moment ago and the cache does not show it yet
-		// (a policy deleted right after it claimed the template): a cache miss is no proof
-		// it is gone, and nothing would bring the template back once the cache shows it.
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(rb), rb); err != nil {
-			return client.IgnoreNotFound(err)
+		if rb, err = r.justCreated(ctx, key); rb == nil || err != nil {
+			return err
 		}
 	}
 	if rb.GetDeletionTimestamp() != nil {
@@ -460,6 +505,21 @@ func (r *Reconciler) deleteBindingOnce(ctx context.Context, key Key, preserve bo
 		return errRetry
 	}
 	return client.IgnoreNotFound(err)
+}
+
+// justCreated returns the template's binding, read from the host, when this detector created
+// it a moment ago and the cache does not show it yet (a policy deleted right after it claimed
+// the template): a cache miss is no proof it is gone, and nothing would bring the template
+// back once the cache shows it. Otherwise, or when it is gone, nil.
+func (r *Reconciler) justCreated(ctx context.Context, key Key) (client.Object, error) {
+	if at, ok := r.created.Load(key); !ok || time.Since(at) >= createdTTL {
+		return nil, nil
+	}
+	rb := newBinding(key)
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(rb), rb); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return rb, nil
 }
 
 // newBinding returns an empty binding object of the right kind and name for the template.

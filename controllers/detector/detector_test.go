@@ -403,22 +403,62 @@ var _ = Describe("Binding templates to PropagationPolicies", func() {
 		expectClaimedBy(ctx, named, byLabel)
 	})
 
-	It("unbinds the templates of a deleted policy, keeping their member objects, and warns that none matches", func(ctx SpecContext) {
+	It("keeps the binding of a deleted policy's template, unclaimed, until the template is deleted, and warns that none matches", func(ctx SpecContext) {
 		ns := "det-policy-deleted"
 		env.TemplateNamespace(ctx, ns)
 		pp := createPP(ctx, ns, "keep", selectConfigMap("kept"))
 		kept := fleettest.ConfigMap(ns, "kept", map[string]string{"k": "v"})
 		Expect(env.Host.Create(ctx, kept)).To(Succeed())
 		expectClaimedBy(ctx, kept, pp)
+		// Scheduled, as the scheduler (not run here) would: it has member objects.
+		b := rb(ns, "ConfigMap", "kept")
+		env.Get(ctx, Default, b)
+		patch := client.MergeFrom(b.DeepCopy())
+		b.Spec.Clusters = []workv1alpha2.TargetCluster{{Name: "member1"}}
+		Expect(env.Host.Patch(ctx, b, patch)).To(Succeed())
 
 		Expect(env.Host.Delete(ctx, pp)).To(Succeed())
-		expectBindingDeleted(ctx, rb(ns, "ConfigMap", "kept"), true)
 		expectUnclaimed(ctx, kept)
+		Eventually(func(g Gomega) {
+			env.Get(ctx, g, b)
+			g.Expect(b.DeletionTimestamp).To(BeNil(), "the binding lives as long as its template")
+			g.Expect(b.Spec.Placement).To(BeNil(), "nothing schedules it again")
+			g.Expect(b.Spec.Clusters).To(Equal([]workv1alpha2.TargetCluster{{Name: "member1"}}), "its member objects stay where they are")
+			g.Expect(b.Annotations).NotTo(HaveKey(wellknown.PropagationPolicyNameAnnotation))
+		}).WithContext(ctx).Should(Succeed())
 		Eventually(func(g Gomega) int { return noPolicyWarnings(ctx, g, kept) }).WithContext(ctx).Should(Equal(1))
 
-		By("binding it again to the next policy")
+		By("following the template's edits")
+		patch = client.MergeFrom(kept.DeepCopy())
+		kept.Data = map[string]string{"k": "v2"}
+		Expect(env.Host.Patch(ctx, kept, patch)).To(Succeed())
+		Eventually(func(g Gomega) string {
+			env.Get(ctx, g, b)
+			return b.Spec.Resource.ResourceVersion
+		}).WithContext(ctx).Should(Equal(kept.ResourceVersion))
+
+		By("binding it again to the next policy, which takes the binding over")
 		next := createPP(ctx, ns, "next", selectConfigMap("kept"))
 		expectClaimedBy(ctx, kept, next)
+		env.Get(ctx, Default, b)
+		Expect(b.Spec.Placement).NotTo(BeNil())
+
+		By("deleting the template, after its policy: the binding goes, and its member objects with it")
+		Expect(env.Host.Delete(ctx, next)).To(Succeed())
+		expectUnclaimed(ctx, kept)
+		Expect(env.Host.Delete(ctx, kept)).To(Succeed())
+		expectBindingDeleted(ctx, b, false)
+	})
+
+	It("deletes the binding of a deleted policy's template that was never scheduled: it has nothing in the members", func(ctx SpecContext) {
+		ns := "det-policy-deleted-unscheduled"
+		env.TemplateNamespace(ctx, ns)
+		pp := createPP(ctx, ns, "p", selectConfigMap("c"))
+		cm := fleettest.ConfigMap(ns, "c", nil)
+		Expect(env.Host.Create(ctx, cm)).To(Succeed())
+		expectClaimedBy(ctx, cm, pp)
+		Expect(env.Host.Delete(ctx, pp)).To(Succeed())
+		expectBindingDeleted(ctx, rb(ns, "ConfigMap", "c"), false)
 	})
 
 	It("deletes the binding of a deleted template, and with it the member objects", func(ctx SpecContext) {

@@ -11,7 +11,11 @@
 // per-replica requirements from the resource interpreter and the policy's placement.
 //
 // Deleting a template deletes its binding (and so its member objects, unless
-// preserveResourcesOnDeletion). Deleting a policy, or opting a namespace out, unclaims the
-// templates and removes their bindings without deleting member objects: the binding is
-// marked preserveResourcesOnDeletion first. Unclaimed templates wait for the next policy.
+// preserveResourcesOnDeletion). Deleting a policy (or editing it, or the template's labels, so
+// that it no longer selects the template) leaves the binding, as Karmada does: without the
+// claim or a placement, but with its clusters, so the member objects stay, keep following the
+// template, and are deleted with it whichever of the two goes first (see orphan). Opting a
+// namespace out releases its templates: their bindings are removed without deleting member
+// objects (the binding is marked preserveResourcesOnDeletion first). Unclaimed templates wait
+// for the next policy, which takes their binding over.
 package detector

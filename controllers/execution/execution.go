@@ -133,6 +133,9 @@ type appliedState struct {
 	// memberResourceVersion stands in for the generation of kinds that have none
 	// (ConfigMaps, Secrets, Services...), where any change is someone else's.
 	memberResourceVersion string
+	// autoscaler names the member HPA whose replicas the apply kept: once it is gone, the
+	// object is no longer as it should be although the member did not change it.
+	autoscaler string
 }
 
 // forgetMember drops what was kept of a member whose Cluster is gone: the namespaces it has,
@@ -251,8 +254,9 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 		return ctrl.Result{}, r.setApplied(ctx, work, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful, appliedMessage)
 	}
 	applied := make([]*unstructured.Unstructured, 0, len(objs))
+	var autoscaler string
 	for _, obj := range objs {
-		out, err := r.applyOne(ctx, cluster, m, obj)
+		out, hpa, err := r.applyOne(ctx, cluster, m, obj)
 		if err != nil {
 			var c *memberobject.ConflictError
 			if errors.As(err, &c) {
@@ -286,8 +290,9 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 			return ctrl.Result{}, err
 		}
 		applied = append(applied, out)
+		autoscaler = hpa
 	}
-	r.remember(work, objs)
+	r.remember(work, objs, autoscaler)
 	// One line per apply, at debug level: the sharding test counts them.
 	log.V(1).Info("Applied the Work's manifests", "generation", work.Generation)
 	r.crdsEstablished(ctx, cluster, m, work, objs)
@@ -379,33 +384,42 @@ func (r *Reconciler) upToDate(ctx context.Context, m *member.Member, work *workv
 	if st.memberGeneration == 0 {
 		return cur.GetResourceVersion() == st.memberResourceVersion
 	}
-	return cur.GetGeneration() == st.memberGeneration
+	if cur.GetGeneration() != st.memberGeneration {
+		return false
+	}
+	if st.autoscaler != "" {
+		hpas, err := r.Members.Autoscalers(ctx, m.Name, cur.GetNamespace())
+		return err == nil && memberobject.Autoscaler(cur, hpas) == st.autoscaler
+	}
+	return true
 }
 
-func (r *Reconciler) remember(work *workv1alpha1.Work, objs []*unstructured.Unstructured) {
+// remember records the state of the Work's one member object after an apply; autoscaler
+// names the member HPA whose replicas the apply kept, if any.
+func (r *Reconciler) remember(work *workv1alpha1.Work, objs []*unstructured.Unstructured, autoscaler string) {
 	if len(objs) != 1 {
 		return
 	}
 	r.applied.Store(work.UID, appliedState{workGeneration: work.Generation,
 		memberGeneration: objs[0].GetGeneration(), memberUID: objs[0].GetUID(),
-		memberResourceVersion: objs[0].GetResourceVersion()})
+		memberResourceVersion: objs[0].GetResourceVersion(), autoscaler: autoscaler})
 }
 
 // applyOne server-side applies one manifest, after making sure its namespace exists and that
 // it does not take over an object someone else manages, and with the fields the member owns
-// retained. It returns the member's answer and records its generation, UID and
-// resourceVersion on obj.
-func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Member, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	cur, live, err := r.observe(ctx, m, obj)
+// retained. It returns the member's answer and the member HPA whose replicas it kept, if
+// any, and records the answer's generation, UID and resourceVersion on obj.
+func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Member, obj *unstructured.Unstructured) (*unstructured.Unstructured, string, error) {
+	cur, err := r.observe(ctx, m, obj)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := memberobject.CheckConflict(cur, obj, r.HostID); err != nil && !r.madeNamespace(cur) {
-		return nil, err
+		return nil, "", err
 	}
-	desired, err := r.retain(ctx, m, obj, cur, live)
+	desired, autoscaler, err := r.retain(ctx, m, obj, cur)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if r.HostID != "" {
 		ann := desired.GetAnnotations()
@@ -418,7 +432,7 @@ func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Mem
 	ns := obj.GetNamespace()
 	if ns != "" {
 		if err := r.ensureNamespace(ctx, cluster, m, ns); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	apply := func() error {
@@ -436,14 +450,14 @@ func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Mem
 	}
 	if err != nil {
 		if served, serr := kindServed(ctx, m, obj.GroupVersionKind(), err); serr == nil && !served {
-			return nil, &kindNotServedError{gvk: obj.GroupVersionKind(), cluster: cluster}
+			return nil, "", &kindNotServedError{gvk: obj.GroupVersionKind(), cluster: cluster}
 		}
-		return nil, fmt.Errorf("apply %s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
+		return nil, "", fmt.Errorf("apply %s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
 	}
 	obj.SetGeneration(desired.GetGeneration())
 	obj.SetUID(desired.GetUID())
 	obj.SetResourceVersion(desired.GetResourceVersion())
-	return desired, nil
+	return desired, autoscaler, nil
 }
 
 // cacheSyncWait bounds how long a read of the member cache waits for the cache to sync the
@@ -462,62 +476,52 @@ func cachedGet(ctx context.Context, m *member.Member, key client.ObjectKey, obj 
 }
 
 // observe returns the member object as it is: from the member cache, which holds only
-// objects labelled karmada.io/managed, or else from the member apiserver (live says so; that
-// copy has its managedFields). It returns nil when the object does not exist.
-func (r *Reconciler) observe(ctx context.Context, m *member.Member, obj *unstructured.Unstructured) (cur *unstructured.Unstructured, live bool, err error) {
-	cur = &unstructured.Unstructured{}
+// objects labelled karmada.io/managed, or else from the member apiserver. It returns nil
+// when the object does not exist.
+func (r *Reconciler) observe(ctx context.Context, m *member.Member, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	cur := &unstructured.Unstructured{}
 	cur.SetGroupVersionKind(obj.GroupVersionKind())
 	if err := cachedGet(ctx, m, client.ObjectKeyFromObject(obj), cur); err == nil {
-		return cur, false, nil
+		return cur, nil
 	}
 	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, false, nil
+			return nil, nil
 		}
-		return nil, false, err
+		return nil, err
 	}
-	return cur, true, nil
+	return cur, nil
 }
 
 // retain returns the manifest to apply: obj with the fields the member owns kept from cur
 // (the interpreter's rules: a Service's clusterIP and nodePorts, a PVC's volume, replicas
-// under the retain-replicas label), and with the member's replicas when something in the
-// member scaled the object through its scale subresource (an HPA, say) and the manifest
-// would change them.
-func (r *Reconciler) retain(ctx context.Context, m *member.Member, obj, cur *unstructured.Unstructured, live bool) (*unstructured.Unstructured, error) {
+// under the retain-replicas label), and with the member's replicas while a
+// HorizontalPodAutoscaler in the member scales the object. Replicas set in the member by
+// anything else (`kubectl scale`, an edit) are drift and are put back; so are an HPA's once
+// it is deleted (the member manager turns its deletion into an event of the object).
+func (r *Reconciler) retain(ctx context.Context, m *member.Member, obj, cur *unstructured.Unstructured) (desired *unstructured.Unstructured, autoscaler string, err error) {
 	if cur == nil {
-		return obj.DeepCopy(), nil
+		return obj.DeepCopy(), "", nil
 	}
-	desired, err := r.Interpreter.Retain(obj, cur)
+	desired, err = r.Interpreter.Retain(obj, cur)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
+		return nil, "", fmt.Errorf("%s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
 	}
 	want, wantSet := memberobject.Replicas(desired)
 	have, haveSet := memberobject.Replicas(cur)
 	if !wantSet || !haveSet || want == have {
-		return desired, nil
+		return desired, "", nil
 	}
-	// The cache has no managedFields: read the object whole to see who set its replicas.
-	if !live {
-		fresh := &unstructured.Unstructured{}
-		fresh.SetGroupVersionKind(obj.GroupVersionKind())
-		if err := m.Client.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
-			if apierrors.IsNotFound(err) {
-				return desired, nil
-			}
-			return nil, err
-		}
-		cur = fresh
-		if have, haveSet = memberobject.Replicas(cur); !haveSet {
-			return desired, nil
-		}
+	hpas, err := r.Members.Autoscalers(ctx, m.Name, obj.GetNamespace())
+	if err != nil {
+		return nil, "", fmt.Errorf("%s %s: its replicas differ in the member; cannot tell whether an HPA owns them: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
 	}
-	if memberobject.ScaledByOthers(cur, wellknown.FieldManager) {
+	if autoscaler = memberobject.Autoscaler(cur, hpas); autoscaler != "" {
 		if err := unstructured.SetNestedField(desired.Object, have, "spec", "replicas"); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
-	return desired, nil
+	return desired, autoscaler, nil
 }
 
 func (r *Reconciler) knownNamespaces(cluster string, m *member.Member) *knownNamespaces {

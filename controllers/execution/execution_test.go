@@ -7,6 +7,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -137,6 +139,43 @@ var _ = Describe("Applying Works", func() {
 			WithContext(ctx).Should(HaveValue(Equal(int32(2))))
 		Eventually(func(g Gomega) map[string]string { return memberObject(ctx, g, "member2", cm).Data }).
 			WithContext(ctx).Should(Equal(map[string]string{"k": "v"}))
+	})
+
+	It("puts back replicas scaled in the member, unless a member HPA scales the object", func(ctx SpecContext) {
+		ns := "exec-scale"
+		deploy := fleettest.Deployment(ns, "web", 2)
+		w := createWork(ctx, "member1", deploy)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		replicas := func(g Gomega) *int32 { return memberObject(ctx, g, "member1", deploy).Spec.Replicas }
+		// As `kubectl scale` and the HPA controller do: through the scale subresource.
+		scale := func(n int32, manager string) {
+			GinkgoHelper()
+			s := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: autoscalingv1.ScaleSpec{Replicas: n}}
+			d := memberObject(ctx, Default, "member1", deploy)
+			Expect(env.Members["member1"].SubResource("scale").Update(ctx, d, client.WithSubResourceBody(s), client.FieldOwner(manager))).To(Succeed())
+		}
+
+		By("undoing a kubectl scale: nothing in the member owns the replicas")
+		scale(5, "kubectl")
+		Eventually(replicas).WithContext(ctx).Should(HaveValue(Equal(int32(2))))
+
+		By("keeping the replicas a member HPA sets, while template edits still arrive")
+		hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-hpa"},
+			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+				ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+				MinReplicas:    ptr.To[int32](4), MaxReplicas: 6,
+			}}
+		Expect(env.Members["member1"].Create(ctx, hpa)).To(Succeed())
+		scale(4, "kube-controller-manager")
+		deploy.Spec.Template.Annotations = map[string]string{"edit": "2"}
+		setManifest(ctx, w, deploy)
+		Eventually(func(g Gomega) string { return memberObject(ctx, g, "member1", deploy).Spec.Template.Annotations["edit"] }).
+			WithContext(ctx).Should(Equal("2"))
+		Consistently(replicas).WithContext(ctx).WithTimeout(3 * time.Second).Should(HaveValue(Equal(int32(4))))
+
+		By("handing the replicas back to the template once the HPA is deleted")
+		Expect(env.Members["member1"].Delete(ctx, hpa)).To(Succeed())
+		Eventually(replicas).WithContext(ctx).Should(HaveValue(Equal(int32(2))))
 	})
 
 	It("holds a suspended Work back, and applies it once dispatching resumes", func(ctx SpecContext) {

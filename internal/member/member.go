@@ -33,6 +33,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	"github.com/flotilla-io/flotilla/internal/cachetrim"
+	"github.com/flotilla-io/flotilla/internal/memberobject"
 )
 
 // ErrNotConnected is returned by Get for a member without a healthy connection.
@@ -88,12 +89,14 @@ type Member struct {
 	cancel      context.CancelFunc
 	fingerprint string
 
-	mu        sync.Mutex
-	watched   map[schema.GroupVersionKind]bool
-	healthy   bool
-	failures  int
-	probedAt  time.Time
-	lastError error
+	mu      sync.Mutex
+	watched map[schema.GroupVersionKind]bool
+	// autoscalers is set once the cache watches the member's HPAs for Autoscalers.
+	autoscalers bool
+	healthy     bool
+	failures    int
+	probedAt    time.Time
+	lastError   error
 }
 
 // Cached returns the member's cache of managed objects. Call Watch first for the object's
@@ -429,10 +432,13 @@ func (m *Manager) build(ctx context.Context, name string, cfg *rest.Config, fp s
 	}
 	managed := labels.SelectorFromSet(labels.Set{wellknown.ManagedLabel: wellknown.ManagedLabelValue})
 	ca, err := cache.New(cfg, cache.Options{
-		Scheme:                      m.scheme,
-		Mapper:                      mapper,
-		HTTPClient:                  httpClient,
-		DefaultLabelSelector:        managed,
+		Scheme:               m.scheme,
+		Mapper:               mapper,
+		HTTPClient:           httpClient,
+		DefaultLabelSelector: managed,
+		// Every HorizontalPodAutoscaler, not only managed ones: a member's own HPA owns the
+		// replicas of the object it scales (Autoscalers).
+		ByObject:                    map[client.Object]cache.ByObject{autoscalerObject(): {Label: labels.Everything()}},
 		DefaultTransform:            cachetrim.MemberObject,
 		ReaderFailOnMissingInformer: true,
 	})
@@ -631,6 +637,104 @@ func (m *Manager) Watch(ctx context.Context, name string, gvk schema.GroupVersio
 	mem.watched[gvk] = true
 	mem.mu.Unlock()
 	return nil
+}
+
+// AutoscalerGVK is the kind Autoscalers reads: autoscaling/v2, served by every supported
+// Kubernetes version (1.23 and later).
+var AutoscalerGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler"}
+
+func autoscalerObject() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(AutoscalerGVK)
+	return u
+}
+
+// Autoscalers returns the HorizontalPodAutoscalers of namespace ns in member name, every one
+// (not only managed ones), from the member's cache. The first call for a connection starts
+// the cache's watch of them, and from then on each HPA's creation, change and removal is
+// also delivered to the subscribers as an event of the object it scales (when that object is
+// a managed one the cache holds), so that its Work is reconciled again: an HPA deleted in the
+// member hands the object's replicas back to the template. Members that never need it (no
+// object whose replicas differ from its template's) never watch their HPAs.
+func (m *Manager) Autoscalers(ctx context.Context, name, ns string) ([]unstructured.Unstructured, error) {
+	m.mu.RLock()
+	mem := m.members[name]
+	m.mu.RUnlock()
+	if mem == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotConnected, name)
+	}
+	if err := m.watchAutoscalers(ctx, mem); err != nil {
+		return nil, err
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(AutoscalerGVK.GroupVersion().WithKind(AutoscalerGVK.Kind + "List"))
+	if err := mem.Cached().List(ctx, list, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("cluster %s: list HorizontalPodAutoscalers in %s: %w", name, ns, err)
+	}
+	return list.Items, nil
+}
+
+// watchAutoscalers starts, once per connection, the watch Autoscalers describes.
+func (m *Manager) watchAutoscalers(ctx context.Context, mem *Member) error {
+	mem.mu.Lock()
+	done := mem.autoscalers
+	mem.mu.Unlock()
+	if done {
+		return nil
+	}
+	inf, err := mem.cache.GetInformer(ctx, autoscalerObject(), cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("cluster %s: watch HorizontalPodAutoscalers: %w", mem.Name, err)
+	}
+	send := func(o any) {
+		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+			o = d.Obj
+		}
+		hpa, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		if target := m.scaled(mem, hpa); target != nil {
+			m.notify(eventKey{cluster: mem.Name, gvk: target.GroupVersionKind(), namespace: target.GetNamespace(), name: target.GetName()}, target)
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    send,
+		UpdateFunc: func(_, n any) { send(n) },
+		DeleteFunc: send,
+	}); err != nil {
+		return fmt.Errorf("cluster %s: watch HorizontalPodAutoscalers: %w", mem.Name, err)
+	}
+	mem.mu.Lock()
+	mem.autoscalers = true
+	mem.mu.Unlock()
+	return nil
+}
+
+// scaled returns the managed object hpa scales, from the member's cache, or nil: the target
+// is not a watched kind, not managed, not synced yet, or gone. It never waits.
+func (m *Manager) scaled(mem *Member, hpa *unstructured.Unstructured) *unstructured.Unstructured {
+	gk, name, ok := memberobject.ScaleTarget(hpa)
+	if !ok {
+		return nil
+	}
+	mem.mu.Lock()
+	var gvk schema.GroupVersionKind
+	for w := range mem.watched {
+		if w.GroupKind() == gk {
+			gvk = w
+		}
+	}
+	mem.mu.Unlock()
+	if gvk.Empty() {
+		return nil
+	}
+	target := &unstructured.Unstructured{}
+	target.SetGroupVersionKind(gvk)
+	if err := mem.NoWait().Get(mem.ctx, client.ObjectKey{Namespace: hpa.GetNamespace(), Name: name}, target); err != nil {
+		return nil
+	}
+	return target
 }
 
 // Discovery returns a discovery client of the member.

@@ -4,10 +4,10 @@
 package memberobject
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
@@ -111,26 +111,39 @@ func MayDelete(cur, manifest *unstructured.Unstructured, hostID string) bool {
 	return cur.GetAnnotations()[wellknown.WorkNameAnnotation] == manifest.GetAnnotations()[wellknown.WorkNameAnnotation]
 }
 
-// ScaledByOthers reports whether spec.replicas of the live object (read with its
-// managedFields) was last set through the scale subresource by a field manager other than
-// ours: a HorizontalPodAutoscaler, KEDA or `kubectl scale` in the member. Those replicas are
-// the member's to decide.
-func ScaledByOthers(live *unstructured.Unstructured, ourManager string) bool {
-	for _, mf := range live.GetManagedFields() {
-		if mf.Subresource != "scale" || mf.Manager == ourManager || mf.FieldsV1 == nil {
+// Autoscaler returns the name of the first of hpas, the member's HorizontalPodAutoscalers
+// (autoscaling/v1 or v2, read as unstructured), whose scaleTargetRef is obj: the same API
+// group (any version), kind and name, in obj's namespace. While one exists the replicas of
+// obj are the HPA's (or KEDA's, which works through an HPA) and Flotilla keeps the member's;
+// with none, replicas set in the member by anyone else (`kubectl scale`) are drift. It
+// returns "" when no HPA scales obj, and skips HPAs whose scaleTargetRef cannot be read.
+func Autoscaler(obj *unstructured.Unstructured, hpas []unstructured.Unstructured) string {
+	gk := obj.GroupVersionKind().GroupKind()
+	for i := range hpas {
+		h := &hpas[i]
+		if h.GetNamespace() != obj.GetNamespace() {
 			continue
 		}
-		var fields map[string]any
-		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
-			continue
-		}
-		if spec, ok := fields["f:spec"].(map[string]any); ok {
-			if _, ok := spec["f:replicas"]; ok {
-				return true
-			}
+		target, name, ok := ScaleTarget(h)
+		if ok && name == obj.GetName() && target == gk {
+			return h.GetName()
 		}
 	}
-	return false
+	return ""
+}
+
+// ScaleTarget returns the API group and kind, and the name, of the object an HPA scales
+// (its spec.scaleTargetRef); ok is false when the reference is missing or malformed.
+func ScaleTarget(hpa *unstructured.Unstructured) (gk schema.GroupKind, name string, ok bool) {
+	ref, found, err := unstructured.NestedStringMap(hpa.Object, "spec", "scaleTargetRef")
+	if !found || err != nil || ref["kind"] == "" || ref["name"] == "" {
+		return schema.GroupKind{}, "", false
+	}
+	gv, err := schema.ParseGroupVersion(ref["apiVersion"])
+	if err != nil {
+		return schema.GroupKind{}, "", false
+	}
+	return schema.GroupKind{Group: gv.Group, Kind: ref["kind"]}, ref["name"], true
 }
 
 // Replicas returns spec.replicas and whether it is set as an integer.

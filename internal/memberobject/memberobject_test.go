@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
@@ -165,29 +164,41 @@ func TestReleasePatch(t *testing.T) {
 	}
 }
 
-func TestScaledByOthers(t *testing.T) {
-	entry := func(manager, subresource, fields string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+func TestAutoscaler(t *testing.T) {
+	hpa := func(ns, name, apiVersion, kind, target string) unstructured.Unstructured {
+		h := unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+			"metadata": map[string]any{"namespace": ns, "name": name},
+			"spec":     map[string]any{"scaleTargetRef": map[string]any{"apiVersion": apiVersion, "kind": kind, "name": target}},
+		}}
+		return h
 	}
-	replicas := `{"f:spec":{"f:replicas":{}}}`
+	web := &unstructured.Unstructured{}
+	web.SetAPIVersion("apps/v1")
+	web.SetKind("Deployment")
+	web.SetNamespace("shop")
+	web.SetName("web")
+	malformed := hpa("shop", "bad", "apps/v1/extra", "Deployment", "web")
+	noRef := unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"namespace": "shop", "name": "empty"}}}
+	wrongType := unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"namespace": "shop", "name": "odd"},
+		"spec": map[string]any{"scaleTargetRef": "web"}}}
 	for _, tc := range []struct {
-		name    string
-		entries []metav1.ManagedFieldsEntry
-		want    bool
+		name string
+		hpas []unstructured.Unstructured
+		want string
 	}{
-		{"none", nil, false},
-		{"HPA through scale", []metav1.ManagedFieldsEntry{entry("kube-controller-manager", "scale", replicas)}, true},
-		{"ours through scale", []metav1.ManagedFieldsEntry{entry(wellknown.FieldManager, "scale", replicas)}, false},
-		{"someone edited the object", []metav1.ManagedFieldsEntry{entry("kubectl-edit", "", replicas)}, false},
-		{"scale of another field", []metav1.ManagedFieldsEntry{entry("x", "scale", `{"f:spec":{"f:paused":{}}}`)}, false},
-		{"garbage fields", []metav1.ManagedFieldsEntry{entry("x", "scale", `not json`)}, false},
+		{"none", nil, ""},
+		{"targets it", []unstructured.Unstructured{hpa("shop", "web-hpa", "apps/v1", "Deployment", "web")}, "web-hpa"},
+		{"another version of the group", []unstructured.Unstructured{hpa("shop", "old", "apps/v1beta1", "Deployment", "web")}, "old"},
+		{"another object", []unstructured.Unstructured{hpa("shop", "api", "apps/v1", "Deployment", "api")}, ""},
+		{"another kind of that name", []unstructured.Unstructured{hpa("shop", "sts", "apps/v1", "StatefulSet", "web")}, ""},
+		{"another group", []unstructured.Unstructured{hpa("shop", "argo", "argoproj.io/v1alpha1", "Deployment", "web")}, ""},
+		{"another namespace", []unstructured.Unstructured{hpa("other", "web-hpa", "apps/v1", "Deployment", "web")}, ""},
+		{"malformed references are skipped", []unstructured.Unstructured{malformed, noRef, wrongType, hpa("shop", "good", "apps/v1", "Deployment", "web")}, "good"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u := obj(nil, nil)
-			u.SetManagedFields(tc.entries)
-			if got := ScaledByOthers(u, wellknown.FieldManager); got != tc.want {
-				t.Errorf("ScaledByOthers = %v, want %v", got, tc.want)
+			if got := Autoscaler(web, tc.hpas); got != tc.want {
+				t.Errorf("Autoscaler = %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -154,7 +154,7 @@ func deploymentTemplate(ns, name string, replicas int32) *appsv1.Deployment {
 }
 
 var _ = Describe("Fields owned by members", func() {
-	It("leaves the replicas of a member HPA alone while template edits still arrive", func(ctx context.Context) {
+	It("leaves the replicas of a member HPA alone while template edits still arrive, and takes them back once it is deleted", func(ctx context.Context) {
 		ns := templateNamespace(ctx, "e2e-hpa")
 		pp := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
 			Spec: policyv1alpha1.PropagationSpec{
@@ -195,6 +195,10 @@ var _ = Describe("Fields owned by members", func() {
 		}).WithContext(ctx).Should(Equal("nginx:1.28"))
 		Consistently(memberReplicas).WithContext(ctx).WithTimeout(5 * time.Second).Should(Equal(int32(3)))
 		eventuallyAllApplied(ctx, ns, 1)
+
+		// Without the HPA, the replicas are the template's again.
+		Expect(env.Members["member1"].Delete(ctx, hpa)).To(Succeed())
+		Eventually(memberReplicas).WithContext(ctx).Should(Equal(int32(1)))
 	})
 })
 

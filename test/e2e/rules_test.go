@@ -122,26 +122,61 @@ var _ = Describe("Propagation rules", func() {
 		Expect(memberValue(ctx, "member1", ns2, "kept")()).To(Equal("v1"))
 	})
 
-	It("unclaims templates when their policy is deleted, keeping member objects, and reclaims them for a new policy", func(ctx context.Context) {
+	It("keeps the member objects of a deleted policy's templates until the templates are deleted, and reclaims them for a new policy", func(ctx context.Context) {
 		ns := templateNamespace(ctx, "e2e-unclaim")
 		Expect(env.Host.Create(ctx, policyTo(ns, "first", false, "member2"))).To(Succeed())
 		Expect(env.Host.Create(ctx, configMap(ns, "cm", "v1"))).To(Succeed())
+		Expect(env.Host.Create(ctx, configMap(ns, "other", "v1"))).To(Succeed())
 		Eventually(memberValue(ctx, "member2", ns, "cm")).WithContext(ctx).Should(Equal("v1"))
+		Eventually(memberValue(ctx, "member2", ns, "other")).WithContext(ctx).Should(Equal("v1"))
 
+		// As Karmada: the binding lives as long as its template, unclaimed.
 		Expect(env.Host.Delete(ctx, policyTo(ns, "first", false))).To(Succeed())
 		Eventually(func(g Gomega) {
-			cm := &corev1.ConfigMap{}
-			g.Expect(env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "cm"}, cm)).To(Succeed())
-			g.Expect(cm.Labels).NotTo(HaveKey(wellknown.PropagationPolicyPermanentIDLabel))
-			g.Expect(env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "cm-configmap"}, &workv1alpha2.ResourceBinding{})).
-				To(Satisfy(apierrors.IsNotFound))
+			rb := &workv1alpha2.ResourceBinding{}
+			g.Expect(env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "cm-configmap"}, rb)).To(Succeed())
+			g.Expect(rb.Labels).NotTo(HaveKey(wellknown.PropagationPolicyPermanentIDLabel))
+			g.Expect(rb.Spec.Placement).To(BeNil())
 		}).WithContext(ctx).Should(Succeed())
 		Consistently(memberValue(ctx, "member2", ns, "cm")).WithContext(ctx).WithTimeout(3 * time.Second).Should(Equal("v1"))
+		setValue(ctx, ns, "cm", "v1.1")
+		Eventually(memberValue(ctx, "member2", ns, "cm")).WithContext(ctx).Should(Equal("v1.1"), "its edits still reach the objects it left")
 
-		// A new policy takes the template over, and the managed member object with it.
+		By("deleting a template its policy no longer claims: its member object goes")
+		Expect(env.Host.Delete(ctx, configMap(ns, "other", ""))).To(Succeed())
+		Eventually(memberValue(ctx, "member2", ns, "other")).WithContext(ctx).Should(BeEmpty())
+
+		By("a new policy takes the template over, and the managed member object with it")
 		Expect(env.Host.Create(ctx, policyTo(ns, "second", false, "member2"))).To(Succeed())
 		setValue(ctx, ns, "cm", "v2")
 		Eventually(memberValue(ctx, "member2", ns, "cm")).WithContext(ctx).Should(Equal("v2"))
+	})
+
+	It("leaves nothing behind when a policy and its templates are deleted at once, policy first (kubectl delete -f)", func(ctx context.Context) {
+		ns := templateNamespace(ctx, "e2e-delete-f")
+		const n = 10
+		for i := range n {
+			pp := policyTo(ns, fmt.Sprintf("p%d", i), false, "member1", "member3")
+			pp.Spec.ResourceSelectors[0].Name = fmt.Sprintf("cm%d", i)
+			Expect(env.Host.Create(ctx, pp)).To(Succeed())
+			Expect(env.Host.Create(ctx, configMap(ns, fmt.Sprintf("cm%d", i), "v1"))).To(Succeed())
+		}
+		eventuallyAllApplied(ctx, ns, n)
+		for i := range n {
+			// The order of a file that lists the policy before its template, as fast as kubectl.
+			Expect(env.Host.Delete(ctx, policyTo(ns, fmt.Sprintf("p%d", i), false))).To(Succeed())
+			Expect(env.Host.Delete(ctx, configMap(ns, fmt.Sprintf("cm%d", i), ""))).To(Succeed())
+		}
+		for i := range n {
+			for _, member := range []string{"member1", "member3"} {
+				Eventually(memberValue(ctx, member, ns, fmt.Sprintf("cm%d", i))).WithContext(ctx).Should(BeEmpty(), "cm%d is left in %s", i, member)
+			}
+		}
+		Eventually(func(g Gomega) []workv1alpha2.ResourceBinding {
+			rbs := &workv1alpha2.ResourceBindingList{}
+			g.Expect(env.Host.List(ctx, rbs, client.InNamespace(ns))).To(Succeed())
+			return rbs.Items
+		}).WithContext(ctx).Should(BeEmpty())
 	})
 
 	It("stops propagating when a namespace opts out, without deleting member objects", func(ctx context.Context) {

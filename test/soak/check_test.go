@@ -444,12 +444,23 @@ func check(m *model, s *snapshot) *result {
 			continue
 		}
 		if !m.bound(t) {
-			if rb != nil {
-				if rb.DeletionTimestamp != nil {
-					r.add(&k, "ResourceBinding %s is stuck being deleted, finalizers %v", rbKey, rb.Finalizers)
-				} else {
-					r.add(&k, "ResourceBinding %s still exists although %s", rbKey, whyUnbound(m, t))
+			switch {
+			case rb == nil:
+			case rb.DeletionTimestamp != nil:
+				r.add(&k, "ResourceBinding %s is stuck being deleted, finalizers %v", rbKey, rb.Finalizers)
+			case m.ns(t.key.NS).labelled:
+				// No policy selects it any more: its binding may stay, as in Karmada, for the
+				// template's lifetime (its member objects are deleted with the template), but
+				// unclaimed and with no placement of its own.
+				expectedBindings[rbKey] = true
+				if claim := claimOf(rb.Labels); claim != "" {
+					r.add(&k, "template is still claimed (%s) although %s", claim, whyUnbound(m, t))
 				}
+				if rb.Spec.Placement != nil {
+					r.add(&k, "ResourceBinding %s keeps a placement although %s", rbKey, whyUnbound(m, t))
+				}
+			default:
+				r.add(&k, "ResourceBinding %s still exists although %s", rbKey, whyUnbound(m, t))
 			}
 			continue
 		}

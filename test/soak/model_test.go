@@ -475,8 +475,9 @@ func (m *model) setPolicy(p *policy) {
 	m.linkDeps()
 }
 
-// deletePolicy records a deleted policy: the templates it claimed are released (and a pin's
-// claimed by its group's policy, if any), which keeps their member objects.
+// deletePolicy records a deleted policy: the templates it claimed are unclaimed (and a pin's
+// claimed by its group's policy, if any); their bindings stay, unclaimed, and so do their
+// member objects, until the templates are deleted.
 func (m *model) deletePolicy(p *policy) {
 	delete(m.policies, p.key())
 	for _, t := range m.templates {
