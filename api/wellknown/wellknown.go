@@ -130,6 +130,17 @@ const KeepWorkloadsAnnotation = "flotilla.io/keep-workloads"
 // memberobject.ReleasePatch), and are the member's from then on.
 const KeepManagedAnnotation = "flotilla.io/keep-managed"
 
+// AdoptKarmadaUIDAnnotation on a template names the UID the same template had in a Karmada
+// control plane it was migrated from (`kubectl flotilla migrate` sets it). Member objects that
+// Karmada made for that template (karmada.io/managed, no host id, and that UID in their
+// resourcetemplate.karmada.io/uid) are adopted in place: no Conflict, no new object, and
+// Karmada's labels, annotations and field managers are replaced by Flotilla's.
+const AdoptKarmadaUIDAnnotation = "flotilla.io/adopt-karmada-uid"
+
+// KarmadaFieldManagerPrefix starts the field managers of Karmada's binaries
+// (karmada-controller-manager, karmada-agent): an adopted object loses their managedFields.
+const KarmadaFieldManagerPrefix = "karmada-"
+
 // User opt-outs on templates.
 const (
 	// ConflictResolutionAnnotation on a template overrides the policy's conflictResolution:
@@ -226,7 +237,10 @@ const (
 	EventReasonSyncWorkFailed         = "SyncWorkFailed"
 	// EventReasonSyncWorkloadFailed: a Work's manifests could not be applied to its member
 	// (a Warning on the Work), Karmada's execution controller's reason.
-	EventReasonSyncWorkloadFailed          = "SyncFailed"
+	EventReasonSyncWorkloadFailed = "SyncFailed"
+	// EventReasonAdopted: a Work took over, in place, a member object Karmada made for the
+	// template it was migrated from (Flotilla's own).
+	EventReasonAdopted                     = "AdoptedFromKarmada"
 	EventReasonAggregateStatusSucceed      = "AggregateStatusSucceed"
 	EventReasonAggregateStatusFailed       = "AggregateStatusFailed"
 	EventReasonWorkDispatching             = "WorkDispatching"

@@ -18,6 +18,8 @@
 //	kubectl flotilla register NAME --host URL --token TOKEN [--ca-data BASE64] [--no-deployment] [--allow-rbac-escalation]   (kubeconfig: the member's)
 //	kubectl flotilla register NAME --refresh-rights [--allow-rbac-escalation]                                              (kubeconfig: the member's)
 //	kubectl flotilla unregister NAME [--host-kubeconfig FILE]                                     (kubeconfig: the member's)
+//	kubectl flotilla migrate --from-kubeconfig KARMADA --namespaces NS,... [--member-kubeconfig NAME=FILE]... [--dry-run]
+//	kubectl flotilla promote KIND/NAME --cluster CLUSTER [-n NS] [--dependencies] [--opt-in] [--dry-run]
 //	kubectl flotilla completion bash|zsh|fish|powershell
 //
 // status prints a template's propagation as a tree (template, claiming policy, binding, one
@@ -81,5 +83,6 @@ func newRootCommand() *cobra.Command {
 		newDashboardCommand(host))
 	root.AddCommand(newCordonCommand(host), newUncordonCommand(host), newTaintCommand(host), newRebalanceCommand(host))
 	root.AddCommand(newTokenCommand(host), newRegisterCommand(host), newUnregisterCommand(host))
+	root.AddCommand(newMigrateCommand(host), newPromoteCommand(host))
 	return root
 }

@@ -417,6 +417,7 @@ func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Mem
 	if err := memberobject.CheckConflict(cur, obj, r.HostID); err != nil && !r.madeNamespace(cur) {
 		return nil, "", err
 	}
+	adopting := memberobject.Owner(cur, obj, r.HostID) == memberobject.KarmadaLeftover
 	desired, autoscaler, err := r.retain(ctx, m, obj, cur)
 	if err != nil {
 		return nil, "", err
@@ -454,10 +455,47 @@ func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Mem
 		}
 		return nil, "", fmt.Errorf("apply %s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
 	}
+	if err := r.finishAdoption(ctx, m, obj, desired, adopting); err != nil {
+		return nil, "", err
+	}
 	obj.SetGeneration(desired.GetGeneration())
 	obj.SetUID(desired.GetUID())
 	obj.SetResourceVersion(desired.GetResourceVersion())
 	return desired, autoscaler, nil
+}
+
+// finishAdoption removes what Karmada left on a member object of a template migrated from it
+// (memberobject.AdoptionPatch): its labels, annotations and field managers. applied is the
+// member's answer to the apply, with its managedFields. It runs after every apply of such a
+// template (a patch refused once is made at the next), and writes only while something is
+// left; adopting (the apply took the object over) is told by an event on the Work.
+func (r *Reconciler) finishAdoption(ctx context.Context, m *member.Member, obj, applied *unstructured.Unstructured, adopting bool) error {
+	if obj.GetAnnotations()[wellknown.AdoptKarmadaUIDAnnotation] == "" {
+		return nil
+	}
+	if patch, ok := memberobject.AdoptionPatch(applied, obj); ok {
+		if err := m.Client.Patch(ctx, applied, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return fmt.Errorf("%s %s: remove what Karmada left on it: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
+		}
+	}
+	if adopting {
+		ctrl.LoggerFrom(ctx).Info("Adopted a member object Karmada made for this template", "kind", obj.GetKind(), "object", client.ObjectKeyFromObject(obj), "uid", applied.GetUID())
+		if work := workOf(obj); work != nil {
+			r.Recorder.Eventf(work, nil, corev1.EventTypeNormal, wellknown.EventReasonAdopted, "Adopt",
+				"Adopted %s %s, which Karmada made for this template: same object (uid %s), now managed by Flotilla", obj.GetKind(), client.ObjectKeyFromObject(obj), applied.GetUID())
+		}
+	}
+	return nil
+}
+
+// workOf is a reference to the Work a manifest came from (its annotations), for events.
+func workOf(obj *unstructured.Unstructured) *workv1alpha1.Work {
+	a := obj.GetAnnotations()
+	if a[wellknown.WorkNameAnnotation] == "" {
+		return nil
+	}
+	return &workv1alpha1.Work{TypeMeta: metav1.TypeMeta{APIVersion: workv1alpha1.GroupVersion.String(), Kind: "Work"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: a[wellknown.WorkNamespaceAnnotation], Name: a[wellknown.WorkNameAnnotation]}}
 }
 
 // cacheSyncWait bounds how long a read of the member cache waits for the cache to sync the

@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -169,13 +170,60 @@ var _ = Describe("Applying Works", func() {
 		scale(4, "kube-controller-manager")
 		deploy.Spec.Template.Annotations = map[string]string{"edit": "2"}
 		setManifest(ctx, w, deploy)
-		Eventually(func(g Gomega) string { return memberObject(ctx, g, "member1", deploy).Spec.Template.Annotations["edit"] }).
+		Eventually(func(g Gomega) string {
+			return memberObject(ctx, g, "member1", deploy).Spec.Template.Annotations["edit"]
+		}).
 			WithContext(ctx).Should(Equal("2"))
 		Consistently(replicas).WithContext(ctx).WithTimeout(3 * time.Second).Should(HaveValue(Equal(int32(4))))
 
 		By("handing the replicas back to the template once the HPA is deleted")
 		Expect(env.Members["member1"].Delete(ctx, hpa)).To(Succeed())
 		Eventually(replicas).WithContext(ctx).Should(HaveValue(Equal(int32(2))))
+	})
+
+	It("adopts in place the objects Karmada made for a migrated template, and no others", func(ctx SpecContext) {
+		ns := "exec-adopt"
+		Expect(env.Members["member1"].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		// What Karmada leaves in a member: its labels, annotations and field manager.
+		leftover := func(name, templateUID string) *appsv1.Deployment {
+			d := fleettest.Deployment(ns, name, 2)
+			d.Labels = map[string]string{wellknown.ManagedLabel: wellknown.ManagedLabelValue,
+				"work.karmada.io/permanent-id": "w-" + name, "resourcebinding.karmada.io/permanent-id": "rb-" + name,
+				wellknown.PropagationPolicyPermanentIDLabel: "karmada-pp"}
+			d.Annotations = map[string]string{wellknown.ResourceTemplateUIDAnnotation: templateUID,
+				wellknown.WorkNamespaceAnnotation: "karmada-es-member1", wellknown.WorkNameAnnotation: name + "-5d8f",
+				"resourcetemplate.karmada.io/managed-labels": "app"}
+			Expect(env.Members["member1"].Create(ctx, d.DeepCopy(), client.FieldOwner("karmada-controller-manager"))).To(Succeed())
+			return memberObject(ctx, Default, "member1", d)
+		}
+		before := leftover("migrated", "karmada-uid-1")
+		other := leftover("not-migrated", "karmada-uid-2")
+
+		migrated := fleettest.Deployment(ns, "migrated", 2)
+		migrated.Annotations = map[string]string{wellknown.AdoptKarmadaUIDAnnotation: "karmada-uid-1"}
+		w := createWork(ctx, "member1", migrated)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Eventually(func(g Gomega) []string { return env.EventReasons(ctx, g, w) }).WithContext(ctx).Should(ContainElement(wellknown.EventReasonAdopted))
+		Eventually(func(g Gomega) {
+			got := memberObject(ctx, g, "member1", before)
+			g.Expect(got.UID).To(Equal(before.UID), "the same object")
+			// (Its generation moves: a Deployment's does with its annotations.)
+			g.Expect(got.Spec).To(Equal(before.Spec), "its spec did not change: no rollout")
+			g.Expect(got.Annotations).To(HaveKey(wellknown.HostIDAnnotation))
+			g.Expect(got.Labels).NotTo(HaveKey("work.karmada.io/permanent-id"))
+			g.Expect(got.Labels).NotTo(HaveKey("resourcebinding.karmada.io/permanent-id"))
+			g.Expect(got.Annotations).NotTo(HaveKey("resourcetemplate.karmada.io/managed-labels"))
+			g.Expect(fieldManagers(got)).NotTo(ContainElement(HavePrefix("karmada-")))
+			g.Expect(fieldManagers(got)).To(ContainElement(wellknown.FieldManager + "/Apply"))
+		}).WithContext(ctx).Should(Succeed())
+
+		By("leaving an object Karmada made for another template a Conflict")
+		notMigrated := fleettest.Deployment(ns, "not-migrated", 2)
+		notMigrated.Annotations = map[string]string{wellknown.AdoptKarmadaUIDAnnotation: "karmada-uid-1"}
+		wo := createWork(ctx, "member1", notMigrated)
+		c := env.ExpectApplied(ctx, wo, metav1.ConditionFalse, wellknown.ReasonConflict)
+		Expect(c.Message).To(ContainSubstring("another control plane"))
+		Expect(memberObject(ctx, Default, "member1", other).Labels).To(HaveKey("work.karmada.io/permanent-id"))
 	})
 
 	It("holds a suspended Work back, and applies it once dispatching resumes", func(ctx SpecContext) {

@@ -4,8 +4,11 @@
 package memberobject
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +30,10 @@ const (
 	// OtherControlPlane: it carries karmada.io/managed, but for another control plane (another
 	// host id) or, without a host id, for another template (Karmada, or another Flotilla).
 	OtherControlPlane
+	// KarmadaLeftover: Karmada made it for the template the manifest was migrated from (its
+	// resourcetemplate.karmada.io/uid is the template's flotilla.io/adopt-karmada-uid): it is
+	// adopted in place (AdoptionPatch).
+	KarmadaLeftover
 )
 
 // Owner tells who manages cur, the live member object (nil when absent), for the manifest
@@ -53,7 +60,63 @@ func Owner(cur, desired *unstructured.Unstructured, hostID string) Ownership {
 	if uid := desired.GetAnnotations()[wellknown.ResourceTemplateUIDAnnotation]; uid != "" && a[wellknown.ResourceTemplateUIDAnnotation] == uid {
 		return Ours
 	}
+	if uid := desired.GetAnnotations()[wellknown.AdoptKarmadaUIDAnnotation]; uid != "" && a[wellknown.ResourceTemplateUIDAnnotation] == uid {
+		return KarmadaLeftover
+	}
 	return OtherControlPlane
+}
+
+// AdoptionPatch returns the JSON merge patch that finishes the adoption of cur, a member
+// object Karmada made (KarmadaLeftover) over which desired has just been applied: it removes
+// the labels and annotations of Karmada's domains (*karmada.io) that desired does not carry
+// (Karmada's permanent ids, managed-labels and managed-annotations lists, policy names), and
+// the managedFields entries of Karmada's binaries, so that Flotilla's field manager alone
+// owns what the template sets. It holds on cur's resourceVersion. It touches no spec: the
+// object keeps its UID and, when the template is Karmada's, its pods. It reports false when
+// there is nothing to remove.
+func AdoptionPatch(cur, desired *unstructured.Unstructured) ([]byte, bool) {
+	md := map[string]any{"resourceVersion": cur.GetResourceVersion()}
+	if l := karmadaOnly(cur.GetLabels(), desired.GetLabels()); len(l) > 0 {
+		md["labels"] = l
+	}
+	if a := karmadaOnly(cur.GetAnnotations(), desired.GetAnnotations()); len(a) > 0 {
+		md["annotations"] = a
+	}
+	mf := cur.GetManagedFields()
+	kept := make([]metav1.ManagedFieldsEntry, 0, len(mf))
+	for _, e := range mf {
+		if !strings.HasPrefix(e.Manager, wellknown.KarmadaFieldManagerPrefix) {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) != len(mf) {
+		md["managedFields"] = kept
+	}
+	if len(md) == 1 {
+		return nil, false
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": md})
+	if err != nil {
+		// Maps of strings, nils and managedFields entries always marshal.
+		panic(fmt.Sprintf("marshal adoption patch: %v", err))
+	}
+	return patch, true
+}
+
+// karmadaOnly returns merge-patch removals of the keys of have in a Karmada domain (a prefix
+// that is karmada.io or ends with .karmada.io) that want does not carry.
+func karmadaOnly(have, want map[string]string) map[string]any {
+	out := map[string]any{}
+	for k := range have {
+		prefix, _, ok := strings.Cut(k, "/")
+		if !ok || (prefix != "karmada.io" && !strings.HasSuffix(prefix, ".karmada.io")) {
+			continue
+		}
+		if _, kept := want[k]; !kept {
+			out[k] = nil
+		}
+	}
+	return out
 }
 
 // WantsOverwrite reports whether the manifest asks to take over an object someone else
@@ -84,7 +147,7 @@ func (e *ConflictError) Error() string {
 // CheckConflict returns a *ConflictError when desired may not be applied over cur.
 func CheckConflict(cur, desired *unstructured.Unstructured, hostID string) error {
 	o := Owner(cur, desired, hostID)
-	if o == Absent || o == Ours || WantsOverwrite(desired) {
+	if o == Absent || o == Ours || o == KarmadaLeftover || WantsOverwrite(desired) {
 		return nil
 	}
 	e := &ConflictError{Kind: desired.GetKind(), Key: client.ObjectKeyFromObject(desired).String(), Owner: o}

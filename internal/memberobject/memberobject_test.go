@@ -3,10 +3,12 @@ package memberobject
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
@@ -201,5 +203,106 @@ func TestAutoscaler(t *testing.T) {
 				t.Errorf("Autoscaler = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestOwnerKarmadaLeftover(t *testing.T) {
+	migrated := obj(managed, map[string]string{wellknown.ResourceTemplateUIDAnnotation: "new-uid", wellknown.AdoptKarmadaUIDAnnotation: "karmada-uid"})
+	for _, tc := range []struct {
+		name    string
+		cur     *unstructured.Unstructured
+		desired *unstructured.Unstructured
+		want    Ownership
+	}{
+		{"Karmada's, for the template migrated", obj(managed, map[string]string{wellknown.ResourceTemplateUIDAnnotation: "karmada-uid"}), migrated, KarmadaLeftover},
+		{"Karmada's, for another template", obj(managed, map[string]string{wellknown.ResourceTemplateUIDAnnotation: "other"}), migrated, OtherControlPlane},
+		{"Karmada's, no template uid", obj(managed, nil), migrated, OtherControlPlane},
+		{"another Flotilla's, with that uid", obj(managed, map[string]string{wellknown.HostIDAnnotation: "host-b", wellknown.ResourceTemplateUIDAnnotation: "karmada-uid"}), migrated, OtherControlPlane},
+		{"unmanaged, with that uid", obj(nil, map[string]string{wellknown.ResourceTemplateUIDAnnotation: "karmada-uid"}), migrated, Unmanaged},
+		{"a template not migrated", obj(managed, map[string]string{wellknown.ResourceTemplateUIDAnnotation: "karmada-uid"}),
+			obj(managed, map[string]string{wellknown.ResourceTemplateUIDAnnotation: "new-uid"}), OtherControlPlane},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Owner(tc.cur, tc.desired, host); got != tc.want {
+				t.Errorf("Owner = %v, want %v", got, tc.want)
+			}
+			if err := CheckConflict(tc.cur, tc.desired, host); (err == nil) != (tc.want == KarmadaLeftover || tc.want == Ours) {
+				t.Errorf("CheckConflict = %v for %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestAdoptionPatch(t *testing.T) {
+	cur := obj(map[string]string{
+		wellknown.ManagedLabel:                      wellknown.ManagedLabelValue,
+		"work.karmada.io/permanent-id":              "w-1",
+		"resourcebinding.karmada.io/permanent-id":   "rb-1",
+		wellknown.PropagationPolicyPermanentIDLabel: "karmada-pp",
+		"app":                "web",
+		"karmada.io/other":   "x",
+		"notkarmada.io/keep": "y",
+	}, map[string]string{
+		wellknown.ResourceTemplateUIDAnnotation:           "karmada-uid",
+		"resourcetemplate.karmada.io/managed-labels":      "app",
+		"resourcetemplate.karmada.io/managed-annotations": "",
+		wellknown.WorkNameAnnotation:                      "web-123",
+		"team":                                            "a",
+	})
+	cur.SetResourceVersion("42")
+	cur.SetManagedFields([]metav1.ManagedFieldsEntry{
+		{Manager: "karmada-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate},
+		{Manager: wellknown.FieldManager, Operation: metav1.ManagedFieldsOperationApply},
+		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"},
+		{Manager: "karmada-agent", Operation: metav1.ManagedFieldsOperationUpdate},
+	})
+	desired := obj(map[string]string{wellknown.ManagedLabel: wellknown.ManagedLabelValue, "app": "web",
+		wellknown.PropagationPolicyPermanentIDLabel: "ours"},
+		map[string]string{wellknown.ResourceTemplateUIDAnnotation: "new", wellknown.WorkNameAnnotation: "web-9"})
+	raw, ok := AdoptionPatch(cur, desired)
+	if !ok {
+		t.Fatal("nothing to patch")
+	}
+	var got struct {
+		Metadata struct {
+			ResourceVersion string                      `json:"resourceVersion"`
+			Labels          map[string]*string          `json:"labels"`
+			Annotations     map[string]*string          `json:"annotations"`
+			ManagedFields   []metav1.ManagedFieldsEntry `json:"managedFields"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	md := got.Metadata
+	if md.ResourceVersion != "42" {
+		t.Errorf("resourceVersion %q", md.ResourceVersion)
+	}
+	wantGone := func(m map[string]*string, keys ...string) {
+		t.Helper()
+		if len(m) != len(keys) {
+			t.Errorf("removes %v, want exactly %v", slices.Sorted(maps.Keys(m)), keys)
+		}
+		for _, k := range keys {
+			if v, ok := m[k]; !ok || v != nil {
+				t.Errorf("%s not removed", k)
+			}
+		}
+	}
+	wantGone(md.Labels, "work.karmada.io/permanent-id", "resourcebinding.karmada.io/permanent-id", "karmada.io/other")
+	wantGone(md.Annotations, "resourcetemplate.karmada.io/managed-labels", "resourcetemplate.karmada.io/managed-annotations")
+	var managers []string
+	for _, e := range md.ManagedFields {
+		managers = append(managers, e.Manager)
+	}
+	if !slices.Equal(managers, []string{wellknown.FieldManager, "kube-controller-manager"}) {
+		t.Errorf("managedFields kept %v", managers)
+	}
+
+	// Adopted already: nothing left to do.
+	clean := obj(desired.GetLabels(), desired.GetAnnotations())
+	clean.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: wellknown.FieldManager}})
+	if p, ok := AdoptionPatch(clean, desired); ok {
+		t.Errorf("patch for an adopted object: %s", p)
 	}
 }
