@@ -219,18 +219,28 @@ const (
 
 // Event reasons.
 const (
-	EventReasonApplyPolicySucceed = "ApplyPolicySucceed"
-	EventReasonApplyPolicyFailed  = "ApplyPolicyFailed"
-	EventReasonNoPolicyMatch      = "NoPolicyMatch"
+	// Karmada's reasons (its pkg/events), for the same situations; docs/event-reasons.md
+	// lists where Flotilla's events still differ.
+	//
+	// EventReasonApplyPolicyFailed: a policy could not be applied to a template, or no
+	// policy matches it (a Warning with MessageNoPolicyMatch), as Karmada's detector says.
+	// EventReasonPreemptPolicySucceed: a policy with preemption: Always took a template from
+	// the policy that claimed it (besides ApplyPolicySucceed).
+	EventReasonApplyPolicySucceed     = "ApplyPolicySucceed"
+	EventReasonApplyPolicyFailed      = "ApplyPolicyFailed"
+	EventReasonPreemptPolicySucceed   = "PreemptPolicySucceed"
+	EventReasonScheduleBindingSucceed = "ScheduleBindingSucceed"
+	EventReasonScheduleBindingFailed  = "ScheduleBindingFailed"
+	EventReasonApplyOverrideSucceed   = "ApplyOverridePolicySucceed"
+	EventReasonApplyOverrideFailed    = "ApplyOverridePolicyFailed"
+	EventReasonSyncWorkSucceed        = "SyncWorkSucceed"
+	EventReasonSyncWorkFailed         = "SyncWorkFailed"
+	// EventReasonSyncWorkloadFailed: a Work's manifests could not be applied to its member
+	// (a Warning on the Work), Karmada's execution controller's reason.
+	EventReasonSyncWorkloadFailed = "SyncFailed"
 	// EventReasonAdopted: a Work took over, in place, a member object Karmada made for the
-	// template it was migrated from.
+	// template it was migrated from (Flotilla's own).
 	EventReasonAdopted                     = "AdoptedFromKarmada"
-	EventReasonScheduleBindingSucceed      = "ScheduleBindingSucceed"
-	EventReasonScheduleBindingFailed       = "ScheduleBindingFailed"
-	EventReasonApplyOverrideSucceed        = "ApplyOverridePolicySucceed"
-	EventReasonApplyOverrideFailed         = "ApplyOverridePolicyFailed"
-	EventReasonSyncWorkSucceed             = "SyncWorkSucceed"
-	EventReasonSyncWorkFailed              = "SyncWorkFailed"
 	EventReasonAggregateStatusSucceed      = "AggregateStatusSucceed"
 	EventReasonAggregateStatusFailed       = "AggregateStatusFailed"
 	EventReasonWorkDispatching             = "WorkDispatching"
@@ -270,6 +280,7 @@ const (
 
 // Messages users search for.
 const (
-	// MessageNoPolicyMatch is the Warning event a template gets once while no policy selects it.
+	// MessageNoPolicyMatch is the note of the ApplyPolicyFailed Warning a template gets once
+	// while no policy selects it (Karmada's wording).
 	MessageNoPolicyMatch = "No policy match for resource"
 )

@@ -203,7 +203,7 @@ var _ = Describe("propagateDeps", func() {
 		cm := fleettest.ConfigMap(ns, "later", map[string]string{"k": "v"})
 		Expect(env.Host.Create(ctx, cm)).To(Succeed())
 		Eventually(func(g Gomega) []string { return workClusters(ctx, g, "ConfigMap", ns, "later") }, timeout).Should(ConsistOf("member1"))
-		Expect(env.EventReasons(ctx, Default, cm)).NotTo(ContainElement(wellknown.EventReasonNoPolicyMatch))
+		Expect(env.EventReasons(ctx, Default, cm)).NotTo(ContainElement(wellknown.EventReasonApplyPolicyFailed))
 	})
 
 	It("lets a dependency's own policy win, adds the workloads' clusters, and keeps the dependency when the policy goes", func(ctx SpecContext) {

@@ -168,7 +168,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 		// Cluster-scoped objects are all candidates for ClusterPropagationPolicies; only the
 		// templates of opted-in namespaces are expected to propagate, so only they are warned.
 		if _, already := r.warned.LoadOrStore(key, struct{}{}); !already && tmpl.Namespace != "" {
-			r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, wellknown.EventReasonNoPolicyMatch, "Propagate", wellknown.MessageNoPolicyMatch)
+			r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, wellknown.EventReasonApplyPolicyFailed, "Propagate", wellknown.MessageNoPolicyMatch)
 		}
 		return ctrl.Result{}, nil
 	}
@@ -202,6 +202,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 		msg := fmt.Sprintf("Applied %s", p)
 		if choice.Preempted {
 			msg += " (preempted the previous policy)"
+			// Karmada tells a preemption with its own reason as well as the apply's.
+			r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, wellknown.EventReasonPreemptPolicySucceed, "Preempt",
+				"%s preempted the policy that claimed the template", p)
 		}
 		r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, wellknown.EventReasonApplyPolicySucceed, "Propagate", msg)
 	}
@@ -429,6 +432,8 @@ func (r *Reconciler) detach(ctx context.Context, rb client.Object, tmpl *metav1.
 	spec.Resource.UID = tmpl.UID
 	spec.Resource.ResourceVersion = tmpl.ResourceVersion
 	spec.Placement, spec.Failover, spec.SchedulePriority, spec.SchedulerName = nil, nil, nil, ""
+	// Workload-affinity groups are the policy's: a template no policy claims is in none.
+	spec.WorkloadAffinityGroups = nil
 	if !keepClusters {
 		spec.Clusters, spec.Suspension = nil, nil
 		spec.PropagateDeps, spec.Replicas, spec.ReplicaRequirements = false, 0, nil
@@ -669,6 +674,7 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	cur.ConflictResolution = spec.ConflictResolution
 	cur.PreserveResourcesOnDeletion = spec.PreserveResourcesOnDeletion
 	cur.SchedulePriority = spec.SchedulePriority
+	cur.WorkloadAffinityGroups = spec.WorkloadAffinityGroups
 	cur.Suspension = mergeSuspension(cur.Suspension, spec.Suspension)
 	if equality.Semantic.DeepEqual(before, rb) {
 		return false, nil
@@ -708,6 +714,7 @@ func (r *Reconciler) policyFields(ctx context.Context, tmpl *metav1.PartialObjec
 	if s.Suspension != nil {
 		out.Suspension = &workv1alpha2.Suspension{Suspension: *s.Suspension.DeepCopy()}
 	}
+	out.WorkloadAffinityGroups = WorkloadAffinityGroups(tmpl, s.Placement.WorkloadAffinity)
 	if s.SchedulePriority != nil && s.SchedulePriority.PriorityClassSource == policyv1alpha1.KubePriorityClass {
 		pc := &schedulingv1.PriorityClass{}
 		if err := r.Client.Get(ctx, types.NamespacedName{Name: s.SchedulePriority.PriorityClassName}, pc); err != nil {
@@ -719,6 +726,32 @@ func (r *Reconciler) policyFields(ctx context.Context, tmpl *metav1.PartialObjec
 		out.SchedulePriority = &workv1alpha2.SchedulePriority{Priority: pc.Value}
 	}
 	return out, nil
+}
+
+// WorkloadAffinityGroups instantiates placement.workloadAffinity for a template, as Karmada's
+// detector does: each group is "key=value", the template's label under the rule's
+// groupByLabelKey. A template without that label is in no group for the rule. Groups are
+// namespaced (the scheduler looks for peers in the template's namespace), so a
+// cluster-scoped template, whose binding is a ClusterResourceBinding, gets none. Nil when
+// there is no group.
+func WorkloadAffinityGroups(tmpl metav1.Object, wa *policyv1alpha1.WorkloadAffinity) *workv1alpha2.WorkloadAffinityGroups {
+	if wa == nil || tmpl.GetNamespace() == "" {
+		return nil
+	}
+	group := func(t *policyv1alpha1.WorkloadAffinityTerm) string {
+		if t == nil {
+			return ""
+		}
+		if v, ok := tmpl.GetLabels()[t.GroupByLabelKey]; ok {
+			return t.GroupByLabelKey + "=" + v
+		}
+		return ""
+	}
+	g := &workv1alpha2.WorkloadAffinityGroups{AffinityGroup: group(wa.Affinity), AntiAffinityGroup: group(wa.AntiAffinity)}
+	if g.AffinityGroup == "" && g.AntiAffinityGroup == "" {
+		return nil
+	}
+	return g
 }
 
 func copyBool(b *bool) *bool {
@@ -776,6 +809,7 @@ func policyCurrent(spec *workv1alpha2.ResourceBindingSpec, policySide workv1alph
 		spec.ConflictResolution == policySide.ConflictResolution &&
 		equality.Semantic.DeepEqual(spec.PreserveResourcesOnDeletion, policySide.PreserveResourcesOnDeletion) &&
 		equality.Semantic.DeepEqual(spec.SchedulePriority, policySide.SchedulePriority) &&
+		equality.Semantic.DeepEqual(spec.WorkloadAffinityGroups, policySide.WorkloadAffinityGroups) &&
 		equality.Semantic.DeepEqual(susp, policySide.Suspension)
 }
 

@@ -1,6 +1,8 @@
 package detector_test
 
 import (
+	"testing"
+
 	"context"
 	"fmt"
 	"time"
@@ -147,13 +149,13 @@ func scale(ctx context.Context, web *appsv1.Deployment, b *workv1alpha2.Resource
 	Expect(b.Spec.Replicas).To(Equal(replicas))
 }
 
-// noPolicyWarnings counts the NoPolicyMatch warnings about obj, series included.
+// noPolicyWarnings counts the no-policy warnings about obj (ApplyPolicyFailed with
+// MessageNoPolicyMatch), series included.
 func noPolicyWarnings(ctx context.Context, g Gomega, obj client.Object) int {
 	n := 0
 	for _, e := range env.Events(ctx, g, obj) {
-		if e.Reason == wellknown.EventReasonNoPolicyMatch {
+		if e.Reason == wellknown.EventReasonApplyPolicyFailed && e.Note == wellknown.MessageNoPolicyMatch {
 			g.Expect(e.Type).To(Equal(corev1.EventTypeWarning))
-			g.Expect(e.Note).To(Equal(wellknown.MessageNoPolicyMatch))
 			n++
 			if e.Series != nil {
 				n += int(e.Series.Count) - 1
@@ -205,6 +207,44 @@ var _ = Describe("Binding templates to PropagationPolicies", func() {
 			env.Get(ctx, g, b)
 			g.Expect(b.Spec.Placement.ClusterAffinity.ClusterNames).To(Equal([]string{"member2"}))
 		}).WithContext(ctx).Should(Succeed())
+	})
+
+	It("writes the template's workload-affinity groups, key=value of its labels, and follows its label", func(ctx SpecContext) {
+		ns := "det-affinity"
+		env.TemplateNamespace(ctx, ns)
+		createPP(ctx, ns, "pipelines", policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment"},
+			func(s *policyv1alpha1.PropagationSpec) {
+				s.Placement.WorkloadAffinity = &policyv1alpha1.WorkloadAffinity{
+					Affinity:     &policyv1alpha1.WorkloadAffinityTerm{GroupByLabelKey: "app.group"},
+					AntiAffinity: &policyv1alpha1.WorkloadAffinityTerm{GroupByLabelKey: "ha.pair"},
+				}
+			})
+		web := fleettest.Deployment(ns, "flink-a", 1)
+		web.Labels = map[string]string{"app.group": "indexer", "ha.pair": "a"}
+		bare := fleettest.Deployment(ns, "flink-b", 1)
+		Expect(env.Host.Create(ctx, web)).To(Succeed())
+		Expect(env.Host.Create(ctx, bare)).To(Succeed())
+		b := rb(ns, "Deployment", "flink-a")
+		Eventually(func(g Gomega) *workv1alpha2.WorkloadAffinityGroups {
+			env.Get(ctx, g, b)
+			return b.Spec.WorkloadAffinityGroups
+		}).WithContext(ctx).Should(Equal(&workv1alpha2.WorkloadAffinityGroups{AffinityGroup: "app.group=indexer", AntiAffinityGroup: "ha.pair=a"}))
+		Eventually(func(g Gomega) {
+			nb := rb(ns, "Deployment", "flink-b")
+			env.Get(ctx, g, nb)
+			g.Expect(nb.Spec.Placement).NotTo(BeNil())
+			g.Expect(nb.Spec.WorkloadAffinityGroups).To(BeNil(), "a template without the labels is in no group")
+		}).WithContext(ctx).Should(Succeed())
+
+		By("a label edit moves the template to another group")
+		patch := client.MergeFrom(web.DeepCopy())
+		web.Labels["ha.pair"] = "b"
+		delete(web.Labels, "app.group")
+		Expect(env.Host.Patch(ctx, web, patch)).To(Succeed())
+		Eventually(func(g Gomega) *workv1alpha2.WorkloadAffinityGroups {
+			env.Get(ctx, g, b)
+			return b.Spec.WorkloadAffinityGroups
+		}).WithContext(ctx).Should(Equal(&workv1alpha2.WorkloadAffinityGroups{AntiAffinityGroup: "ha.pair=b"}))
 	})
 
 	It("holds a Lazy policy's changes back from the templates it binds until each changes (activationPreference: Lazy)", func(ctx SpecContext) {
@@ -526,7 +566,7 @@ var _ = Describe("Binding cluster-scoped templates to ClusterPropagationPolicies
 			g.Expect(env.Host.List(ctx, events)).To(Succeed())
 			var warned []string
 			for _, e := range events.Items {
-				if e.Reason == wellknown.EventReasonNoPolicyMatch && e.InvolvedObject.Namespace == "" {
+				if e.Reason == wellknown.EventReasonApplyPolicyFailed && e.Message == wellknown.MessageNoPolicyMatch && e.InvolvedObject.Namespace == "" {
 					warned = append(warned, e.InvolvedObject.Kind+" "+e.InvolvedObject.Name)
 				}
 			}
@@ -534,3 +574,29 @@ var _ = Describe("Binding cluster-scoped templates to ClusterPropagationPolicies
 		}).WithContext(ctx).Should(BeEmpty())
 	})
 })
+
+func TestWorkloadAffinityGroups(t *testing.T) {
+	tmpl := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a",
+		Labels: map[string]string{"app": "web", "pair": ""}}}
+	term := func(key string) *policyv1alpha1.WorkloadAffinityTerm {
+		return &policyv1alpha1.WorkloadAffinityTerm{GroupByLabelKey: key}
+	}
+	clusterScoped := tmpl.DeepCopy()
+	clusterScoped.Namespace = ""
+	for _, tc := range []struct {
+		name string
+		tmpl *metav1.PartialObjectMetadata
+		wa   *policyv1alpha1.WorkloadAffinity
+		want *workv1alpha2.WorkloadAffinityGroups
+	}{
+		{"no workloadAffinity", tmpl, nil, nil},
+		{"affinity", tmpl, &policyv1alpha1.WorkloadAffinity{Affinity: term("app")}, &workv1alpha2.WorkloadAffinityGroups{AffinityGroup: "app=web"}},
+		{"anti-affinity, empty value", tmpl, &policyv1alpha1.WorkloadAffinity{AntiAffinity: term("pair")}, &workv1alpha2.WorkloadAffinityGroups{AntiAffinityGroup: "pair="}},
+		{"label missing", tmpl, &policyv1alpha1.WorkloadAffinity{Affinity: term("tier"), AntiAffinity: term("zone")}, nil},
+		{"cluster-scoped", clusterScoped, &policyv1alpha1.WorkloadAffinity{Affinity: term("app")}, nil},
+	} {
+		if got := detector.WorkloadAffinityGroups(tc.tmpl, tc.wa); !equality.Semantic.DeepEqual(got, tc.want) {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}

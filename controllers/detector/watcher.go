@@ -33,9 +33,9 @@ import (
 //
 // Namespaced kinds. Every object of a template kind in an opted-in namespace (labelled
 // flotilla.io/propagation=enabled, not a system namespace) is a template, whether or not a
-// policy selects it yet (it then gets the NoPolicyMatch warning), so every namespaced
-// template kind that discovery finds is watched once some namespace is opted in. Each has
-// one cluster-wide watch whose list and events are filtered to a set of opted-in namespaces
+// policy selects it yet (it then gets the ApplyPolicyFailed warning "No policy match for
+// resource"), so every namespaced template kind that discovery finds is watched once some
+// namespace is opted in. Each has one cluster-wide watch whose list and events are filtered to a set of opted-in namespaces
 // before they reach the informer: objects of other namespaces are decoded and dropped, never
 // cached, and the initial list is read in pages, so even it holds no more than a page of them.
 // The filter is fixed for the life of an informer: when the opted-in set changes (debounced

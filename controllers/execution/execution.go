@@ -260,7 +260,7 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 		if err != nil {
 			var c *memberobject.ConflictError
 			if errors.As(err, &c) {
-				r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkFailed, "Apply", "%v", err)
+				r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkloadFailed, "Apply", "%v", err)
 				return ctrl.Result{}, r.setApplied(ctx, work, metav1.ConditionFalse, wellknown.ReasonConflict, err.Error())
 			}
 			var notServed *kindNotServedError
@@ -824,7 +824,7 @@ func (r *Reconciler) setApplied(ctx context.Context, work *workv1alpha1.Work, st
 	}
 	// Success is reported once per binding sync by the binding controller; failures here.
 	if status == metav1.ConditionFalse {
-		r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkFailed, "Apply", "%s", msg)
+		r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, wellknown.EventReasonSyncWorkloadFailed, "Apply", "%s", msg)
 	}
 	// The execution controller is the only writer of Work conditions, and the work-status
 	// controller of manifestStatuses once they exist, so a merge patch of just these fields

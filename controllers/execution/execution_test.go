@@ -103,7 +103,7 @@ var _ = Describe("Applying Works", func() {
 		c := env.ExpectApplied(ctx, w, metav1.ConditionFalse, wellknown.ReasonConflict)
 		Expect(c.Message).To(And(ContainSubstring("not managed by Flotilla"), ContainSubstring(wellknown.ConflictResolutionAnnotation)))
 		Eventually(func(g Gomega) []string { return env.EventReasons(ctx, g, w) }).WithContext(ctx).
-			Should(ContainElement(wellknown.EventReasonSyncWorkFailed))
+			Should(ContainElement(wellknown.EventReasonSyncWorkloadFailed))
 		got := memberObject(ctx, Default, "member1", theirs)
 		Expect(got.Data).To(Equal(theirs.Data))
 		Expect(got.Labels).NotTo(HaveKey(wellknown.ManagedLabel))

@@ -37,7 +37,7 @@ var _ = Describe("First placement at creation (PlaceNew)", func() {
 		Expect(managerRequests(http.MethodPatch, path+"/status")).To(Equal(1))
 	})
 
-	It("leaves to the scheduler what it cannot place, another scheduler's bindings, suspended ones and affinity groups", func(ctx context.Context) {
+	It("leaves to the scheduler what it cannot place, another scheduler's bindings, suspended ones, affinity groups and workload-affinity groups", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		unfit := newBinding(ns, "unfit", 2, weighted("nowhere"))
 		other := newBinding(ns, "other", 2, weighted("m1"))
@@ -46,7 +46,9 @@ var _ = Describe("First placement at creation (PlaceNew)", func() {
 		paused.Spec.Suspension = &workv1alpha2.Suspension{Scheduling: ptr.To(true)}
 		groups := newBinding(ns, "groups", 2, &policyv1alpha1.Placement{ClusterAffinities: []policyv1alpha1.ClusterAffinityTerm{
 			{AffinityName: "first", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"m1"}}}}})
-		for _, rb := range []*workv1alpha2.ResourceBinding{unfit, other, paused, groups} {
+		peers := newBinding(ns, "peers", 2, weighted("m1"))
+		peers.Spec.WorkloadAffinityGroups = &workv1alpha2.WorkloadAffinityGroups{AntiAffinityGroup: "app=a"}
+		for _, rb := range []*workv1alpha2.ResourceBinding{unfit, other, paused, groups, peers} {
 			placed, err := placer.PlaceNew(ctx, rb)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(placed).To(BeFalse(), rb.Name)

@@ -12,9 +12,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"slices"
 	"strings"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -157,7 +159,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	in := scheduler.Input{Spec: spec, Status: status, Annotations: rb.GetAnnotations()}
+	peers, err := r.peers(ctx, rb)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	in := scheduler.Input{Spec: spec, Status: status, Annotations: rb.GetAnnotations(), Peers: peers}
 	need, why := scheduler.NeedsSchedule(in, clusters)
 	var result scheduler.Result
 	if !need {
@@ -277,6 +283,54 @@ func (r *Reconciler) clusters(ctx context.Context) ([]*clusterv1alpha1.Cluster, 
 	out := make([]*clusterv1alpha1.Cluster, len(list.Items))
 	for i := range list.Items {
 		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// peers returns where the other workloads of the binding's workload-affinity groups are:
+// the ResourceBindings of its namespace in the same groups (IndexWorkloadAffinityGroup), less
+// itself and those being deleted. For the affinity group only the peers already placed count,
+// so the group's first workload goes anywhere.
+func (r *Reconciler) peers(ctx context.Context, rb client.Object) (scheduler.WorkloadPeers, error) {
+	var out scheduler.WorkloadPeers
+	groups := bindings.Spec(rb).WorkloadAffinityGroups
+	if groups == nil || rb.GetNamespace() == "" {
+		return out, nil
+	}
+	list := func(key string) ([]workv1alpha2.ResourceBinding, error) {
+		l := &workv1alpha2.ResourceBindingList{}
+		err := r.Client.List(ctx, l, client.InNamespace(rb.GetNamespace()),
+			client.MatchingFields{IndexWorkloadAffinityGroup: key}, client.UnsafeDisableDeepCopy)
+		if err != nil {
+			return nil, fmt.Errorf("listing the workload-affinity peers of %s/%s: %w", rb.GetNamespace(), rb.GetName(), err)
+		}
+		return slices.DeleteFunc(l.Items, func(p workv1alpha2.ResourceBinding) bool {
+			return p.Name == rb.GetName() || p.DeletionTimestamp != nil || len(p.Spec.Clusters) == 0
+		}), nil
+	}
+	if g := groups.AffinityGroup; g != "" {
+		peers, err := list(affinityKey(g))
+		if err != nil {
+			return out, err
+		}
+		for _, p := range peers {
+			names := make([]string, len(p.Spec.Clusters))
+			for i, tc := range p.Spec.Clusters {
+				names[i] = tc.Name
+			}
+			out.Affinity = append(out.Affinity, names)
+		}
+	}
+	if g := groups.AntiAffinityGroup; g != "" {
+		peers, err := list(antiAffinityKey(g))
+		if err != nil {
+			return out, err
+		}
+		for _, p := range peers {
+			for _, tc := range p.Spec.Clusters {
+				out.AntiAffinity = append(out.AntiAffinity, tc.Name)
+			}
+		}
 	}
 	return out, nil
 }
@@ -421,13 +475,14 @@ func describe(tcs []workv1alpha2.TargetCluster) string {
 //
 // It places only what this scheduler would place at once: a binding of this scheduler, not
 // suspended, with one cluster affinity (a placement with clusterAffinities groups records the
-// group chosen in the status, which is the reconcile's). Anything it does not place, or
+// group chosen in the status, which is the reconcile's) and no workload-affinity groups (the
+// reconcile looks for the peers). Anything it does not place, or
 // cannot (unschedulable, invalid), is left to the scheduler's reconcile, which retries and
 // reports it as before. It reports whether it placed rb.
 func (r *Reconciler) PlaceNew(ctx context.Context, rb client.Object) (bool, error) {
 	spec := bindings.Spec(rb)
 	if spec.Placement == nil || len(spec.Clusters) > 0 || len(spec.Placement.ClusterAffinities) > 0 ||
-		!r.mine(spec.SchedulerName) || suspended(spec) {
+		spec.WorkloadAffinityGroups != nil || !r.mine(spec.SchedulerName) || suspended(spec) {
 		return false, nil
 	}
 	start := time.Now()

@@ -5,12 +5,16 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
@@ -28,7 +32,31 @@ const (
 	// IndexFailed indexes bindings whose Scheduled condition is False under "true": the
 	// last attempt found no placement, so more capacity may let them fit.
 	IndexFailed = "flotilla.binding.schedulefailed"
+	// IndexWorkloadAffinityGroup indexes ResourceBindings by their workload-affinity groups
+	// (spec.workloadAffinityGroups): "affinity/<group>" and "antiaffinity/<group>". Listed
+	// with client.InNamespace, it finds a binding's peers.
+	IndexWorkloadAffinityGroup = "flotilla.binding.workloadaffinitygroup"
 )
+
+// Keys of IndexWorkloadAffinityGroup.
+func affinityKey(group string) string     { return "affinity/" + group }
+func antiAffinityKey(group string) string { return "antiaffinity/" + group }
+
+// workloadAffinityKeys are a binding's IndexWorkloadAffinityGroup keys.
+func workloadAffinityKeys(o client.Object) []string {
+	g := bindings.Spec(o).WorkloadAffinityGroups
+	if g == nil {
+		return nil
+	}
+	var keys []string
+	if g.AffinityGroup != "" {
+		keys = append(keys, affinityKey(g.AffinityGroup))
+	}
+	if g.AntiAffinityGroup != "" {
+		keys = append(keys, antiAffinityKey(g.AntiAffinityGroup))
+	}
+	return keys
+}
 
 // SetupIndexes registers the indexes the scheduler uses. Call it once.
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
@@ -61,7 +89,8 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 			return err
 		}
 	}
-	return nil
+	// Workload affinity groups are namespaced: only ResourceBindings have them.
+	return mgr.GetFieldIndexer().IndexField(ctx, &workv1alpha2.ResourceBinding{}, IndexWorkloadAffinityGroup, workloadAffinityKeys)
 }
 
 // SetupWithManager registers the scheduler for one kind of binding.
@@ -83,6 +112,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Watches(sample, byPriority(), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&clusterv1alpha1.Cluster{}, clusterHandler(r.affected), builder.WithPredicates(clusterChanged())).
 		Watches(&clusterv1alpha1.Cluster{}, clusterHandler(r.waitingForCapacity), builder.WithPredicates(capacityChanged()))
+	if bindings.Kind(sample) == "ResourceBinding" {
+		// A workload that moves, goes or is placed can let the waiting workloads of its
+		// affinity groups fit (an anti-affinity peer left a cluster, an affinity peer was
+		// placed): they are tried again at once rather than after their backoff.
+		b = b.Watches(sample, peerHandler(r.waitingPeers), builder.WithPredicates(peerMoved()))
+	}
 	return r.Shards.Complete(b, shard.ListFrom(mgr.GetCache(), func() client.ObjectList { return bindings.NewList(sample) }), r)
 }
 
@@ -117,6 +152,57 @@ func (r *Reconciler) listAll(ctx context.Context, opts ...client.ListOption) []c
 // scale-up that did not fit).
 func (r *Reconciler) waitingForCapacity(ctx context.Context, _ client.Object) []client.Object {
 	return r.listAll(ctx, client.MatchingFields{IndexUnscheduled: "true"}, client.MatchingFields{IndexFailed: "true"})
+}
+
+// waitingPeers maps a change of a binding to the bindings of its workload-affinity groups,
+// in its namespace, that wait for a placement: unscheduled ones and those whose last attempt
+// failed.
+func (r *Reconciler) waitingPeers(ctx context.Context, o client.Object) []client.Object {
+	var out []client.Object
+	for _, key := range workloadAffinityKeys(o) {
+		for _, peer := range r.list(ctx, &client.ListOptions{Namespace: o.GetNamespace(),
+			FieldSelector: fields.OneTermEqualSelector(IndexWorkloadAffinityGroup, key)}) {
+			if peer.GetName() == o.GetName() {
+				continue
+			}
+			if len(bindings.Spec(peer).Clusters) == 0 || meta.IsStatusConditionFalse(bindings.Status(peer).Conditions, wellknown.ConditionScheduled) {
+				out = append(out, peer)
+			}
+		}
+	}
+	return out
+}
+
+// peerHandler queues the waiting peers of a binding that changed: of its groups before and
+// after the change (a binding that leaves a group frees its clusters for that group).
+func peerHandler(peersOf func(ctx context.Context, o client.Object) []client.Object) handler.TypedEventHandler[client.Object, reconcile.Request] {
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, false, peersOf(ctx, e.Object)...)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, false, append(peersOf(ctx, e.ObjectOld), peersOf(ctx, e.ObjectNew)...)...)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, false, peersOf(ctx, e.Object)...)
+		},
+	}
+}
+
+// peerMoved passes binding changes that can change where a workload-affinity peer fits:
+// a binding with groups created, deleted, or whose clusters changed.
+func peerMoved() predicate.Predicate {
+	grouped := func(o client.Object) bool { return bindings.Spec(o).WorkloadAffinityGroups != nil }
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return grouped(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return (grouped(e.ObjectOld) || grouped(e.ObjectNew)) &&
+				(!equality.Semantic.DeepEqual(bindings.Spec(e.ObjectOld).Clusters, bindings.Spec(e.ObjectNew).Clusters) ||
+					!equality.Semantic.DeepEqual(bindings.Spec(e.ObjectOld).WorkloadAffinityGroups, bindings.Spec(e.ObjectNew).WorkloadAffinityGroups))
+		},
+		DeleteFunc:  func(e event.DeleteEvent) bool { return grouped(e.Object) },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }
 
 // capacityChanged passes cluster updates that change what fits: the resource summary

@@ -42,9 +42,10 @@ const AggregateFieldOwner = "flotilla-binding-status"
 // TemplateStatusFieldOwner is the field manager of templates' status.
 const TemplateStatusFieldOwner = "flotilla-template-status"
 
-// EventReasonTemplateStatusFailed is the Warning event on a binding whose template's status
-// the apiserver refused.
-const EventReasonTemplateStatusFailed = "TemplateStatusFailed"
+// EventReasonTemplateStatusFailed is the Warning event on a binding whose members' status
+// could not be summed into its template's, or whose template's status the apiserver refused:
+// Karmada's AggregateStatusFailed, so that alerts on Karmada's reason fire.
+const EventReasonTemplateStatusFailed = wellknown.EventReasonAggregateStatusFailed
 
 // TemplateStatusInterpreter sums members' reflected statuses into a template's status.
 type TemplateStatusInterpreter interface {

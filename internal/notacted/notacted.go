@@ -5,15 +5,13 @@
 package notacted
 
 import (
-	"fmt"
-
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 )
 
 // Field is one field set on an object and what Flotilla does with it.
 type Field struct {
-	// Path is the field's path in the object, e.g. spec.placement.workloadAffinity.
+	// Path is the field's path in the object, e.g. spec.proxyHeader.
 	Path string
 	// Effect says what happens instead: "ignored", or what part is acted on.
 	Effect string
@@ -24,20 +22,11 @@ func (f Field) String() string { return f.Path + " (" + f.Effect + ")" }
 const ignored = "ignored"
 
 // Propagation returns the fields set in a PropagationPolicy's or ClusterPropagationPolicy's
-// spec that Flotilla does not act on, in the spec's order.
-func Propagation(s *policyv1alpha1.PropagationSpec) []Field {
-	var out []Field
-	if s.Placement.WorkloadAffinity != nil {
-		out = append(out, Field{"spec.placement.workloadAffinity", ignored})
-	}
-	for i, t := range s.Placement.ClusterAffinities {
-		if len(t.OverflowAffinities) > 0 {
-			out = append(out, Field{fmt.Sprintf("spec.placement.clusterAffinities[%d].overflowAffinities", i),
-				"ignored: the group's clusters hold every replica or none"})
-		}
-	}
-	return out
-}
+// spec that Flotilla does not act on, in the spec's order. It returns none: every field of the
+// spec is acted on (placement.workloadAffinity and clusterAffinities[].overflowAffinities, the
+// last two, are the scheduler's since issue 36). The policies keep their warner, so that a
+// field Karmada adds later is reported here first.
+func Propagation(*policyv1alpha1.PropagationSpec) []Field { return nil }
 
 // Cluster returns the fields set in a Cluster's spec that Flotilla does not act on.
 func Cluster(s *clusterv1alpha1.ClusterSpec) []Field {

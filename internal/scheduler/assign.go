@@ -65,6 +65,9 @@ func (s *Scheduler) assign(state *framework.CycleState, selected []framework.Can
 		return nil, err
 	}
 	if m == duplicated {
+		if len(state.Tiers) > 0 && len(selected) > 0 {
+			return duplicateFirstTier(selected, max(state.Spec.Replicas, 0)), nil
+		}
 		return duplicate(selected, max(state.Spec.Replicas, 0)), nil
 	}
 	selected, weights, err := divisionWeights(m, state, selected)
@@ -72,10 +75,17 @@ func (s *Scheduler) assign(state *framework.CycleState, selected []framework.Can
 		return nil, err
 	}
 	targets := make([]division.Target, len(selected))
+	tiers := make([]int, len(selected))
 	for i, c := range selected {
 		targets[i] = division.Target{Weight: weights[i], Prior: state.ScheduledReplicas(c.Cluster.Name), Rank: c.Rank}
+		tiers[i] = c.Tier
 	}
-	replicas, err := divide(m, state.Spec.Replicas, targets)
+	var replicas []int32
+	if len(state.Tiers) > 0 {
+		replicas, err = divideByTier(m, state.Spec.Replicas, targets, tiers)
+	} else {
+		replicas, err = divide(m, state.Spec.Replicas, targets)
+	}
 	if err != nil {
 		return nil, err
 	}

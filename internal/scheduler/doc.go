@@ -27,6 +27,33 @@
 // With placement.clusterAffinities the cycle runs once per group, starting from the group in
 // status.schedulerObservingAffinityName, and the first group that fits wins (Result.AffinityName).
 //
+// # Overflow affinities
+//
+// A clusterAffinities group with overflowAffinities (Karmada v1.18) is tried as tiers: the
+// group's own clusters, then each overflow group in order; a cluster belongs to the first
+// tier it matches, and a cluster of any tier passes the ClusterAffinity filter. Spread
+// constraints select lower tiers first. Replicas fill the tiers in order: a scale-up (or a
+// first placement) gives each tier what its clusters can still hold, divided within the tier
+// as dynamicWeight or Aggregated divides, and only the rest overflows to the next tier; a
+// scale-down takes replicas from the last tier holding any first. An unchanged count stays
+// where it is, so a preferred cluster with room again pulls nothing back until the template
+// scales or a WorkloadRebalancer reschedules it from scratch. The group fails, and the next
+// clusterAffinities group is tried, when all its tiers together cannot hold the replicas.
+// Overflow needs a division that knows capacity: with Duplicated or static weights it is an
+// invalid placement (the CRD schema refuses it too). A template without replicas goes to the
+// first tier's clusters.
+//
+// # Workload affinity
+//
+// placement.workloadAffinity (Karmada v1.17) places a workload with, or apart from, the
+// other workloads of its group: the detector writes the binding's
+// spec.workloadAffinityGroups ("key=value" of the template's label under groupByLabelKey)
+// and the scheduler controller passes the peers of the same namespace and group in
+// Input.Peers. The WorkloadAffinity filter rejects a cluster that holds a workload of the
+// anti-affinity group, and one that does not hold every placed workload of the affinity
+// group; the first workload of an affinity group goes anywhere. Both rules are hard and apply
+// when a binding is scheduled, not afterwards.
+//
 // When nothing fits, Schedule returns an *UnschedulableError whose message counts the reasons,
 // for example "0/5 clusters are available: 2 had untolerated taint
 // {cluster.karmada.io/not-ready}, 3 did not match the cluster affinity". An invalid placement
@@ -55,12 +82,13 @@
 //   - ClusterDeletion (filter): clusters with a deletionTimestamp are never chosen. It cannot
 //     be disabled.
 //   - ClusterAffinity (filter): placement.clusterAffinity or the clusterAffinities group being
-//     tried: clusterNames, labelSelector, fieldSelector, exclude.
+//     tried (with its overflowAffinities): clusterNames, labelSelector, fieldSelector, exclude.
 //   - ClusterEviction (filter): not the clusters of spec.gracefulEvictionTasks.
 //   - TaintToleration (filter): NoSchedule and NoExecute taints must be tolerated by
 //     placement.clusterTolerations; a cluster the binding is already on only has to tolerate
 //     NoExecute.
 //   - APIEnablement (filter): the cluster must serve the template's apiVersion and kind.
+//   - WorkloadAffinity (filter): placement.workloadAffinity, from Input.Peers.
 //   - SpreadConstraint (filter and select): placement.spreadConstraints.
 //   - ClusterLocality (score): the clusters the binding is already on score highest.
 //

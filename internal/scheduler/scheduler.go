@@ -20,6 +20,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusterlocality"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/spreadconstraint"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/tainttoleration"
+	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/workloadaffinity"
 )
 
 // Options configure a Scheduler.
@@ -43,6 +44,7 @@ func DefaultPlugins() []framework.Plugin {
 		clustereviction.New(),
 		tainttoleration.New(),
 		apienablement.New(),
+		workloadaffinity.New(),
 		spreadconstraint.New(),
 		clusterlocality.New(),
 	}
@@ -103,7 +105,15 @@ type Input struct {
 	// clusters already chosen). The scheduler controller sets it for a reschedule triggered
 	// by spec.rescheduleTriggeredAt (a WorkloadRebalancer); see RescheduleTriggered.
 	Fresh bool
+	// Peers are where the other workloads of the binding's workload-affinity groups are
+	// (spec.workloadAffinityGroups): the scheduler controller lists the bindings of the same
+	// namespace and groups. The zero value places the binding as the first of its groups.
+	Peers WorkloadPeers
 }
+
+// WorkloadPeers are where a binding's workload-affinity peers are; see
+// framework.WorkloadPeers.
+type WorkloadPeers = framework.WorkloadPeers
 
 func (in Input) seed() string {
 	switch {
@@ -148,7 +158,7 @@ type Result struct {
 // Schedule runs one scheduling cycle: filter the clusters, score the feasible ones, select
 // among them (spread constraints) and assign replicas. With clusterAffinities it runs a cycle
 // per group, starting from the group last observed in status, and returns the first group
-// that fits.
+// that fits; a group with overflowAffinities is filled tier by tier (see the package doc).
 //
 // It returns an *UnschedulableError when no placement fits, an error wrapping
 // ErrInvalidPlacement when the placement is invalid, and any other error for internal
@@ -159,14 +169,20 @@ func (s *Scheduler) Schedule(in Input, clusters []*clusterv1alpha1.Cluster) (Res
 	}
 	state := framework.NewCycleState(in.Spec, in.Status, in.seed())
 	state.CapacityAware = needsCapacity(state)
+	state.Peers = in.Peers
 	groups := state.Placement.ClusterAffinities
 	if len(groups) == 0 {
 		return s.cycle(state, clusters)
 	}
+	for i := range groups {
+		if err := checkOverflow(&groups[i], state.Placement); err != nil {
+			return Result{}, err
+		}
+	}
 	failures := &UnschedulableError{}
 	for i := firstGroup(groups, state.Status.SchedulerObservedAffinityName); i < len(groups); i++ {
 		g := &groups[i]
-		result, err := s.cycle(state.WithAffinity(g.AffinityName, &g.ClusterAffinity), clusters)
+		result, err := s.cycle(state.WithGroup(g), clusters)
 		var unschedulable *UnschedulableError
 		if !errors.As(err, &unschedulable) {
 			return result, err
@@ -196,6 +212,9 @@ func (s *Scheduler) cycle(state *framework.CycleState, clusters []*clusterv1alph
 	}
 	if len(feasible) == 0 {
 		return Result{}, unschedulable("")
+	}
+	if err := setTiers(state, feasible); err != nil {
+		return Result{}, err
 	}
 	if err := s.score(state, feasible); err != nil {
 		return Result{}, err

@@ -146,7 +146,7 @@ func replicasChanged(spec *workv1alpha2.ResourceBindingSpec) string {
 // targetUnfit returns why a target cluster can no longer keep the binding.
 func targetUnfit(spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus, clusters []*clusterv1alpha1.Cluster) string {
 	placement := placementOrEmpty(spec)
-	affinity, err := clusteraffinity.Compile(affinityInForce(placement, status.SchedulerObservedAffinityName))
+	affinity, err := compileInForce(placement, status.SchedulerObservedAffinityName)
 	if err != nil {
 		return "invalid cluster affinity: " + err.Error()
 	}
@@ -184,6 +184,39 @@ func affinityInForce(p *policyv1alpha1.Placement, observed string) *policyv1alph
 		return p.ClusterAffinity
 	}
 	return &p.ClusterAffinities[firstGroup(p.ClusterAffinities, observed)].ClusterAffinity
+}
+
+// anyOf matches a cluster that one of its matchers matches.
+type anyOf []*clusteraffinity.Matcher
+
+func (a anyOf) Matches(c *clusterv1alpha1.Cluster) bool {
+	for _, m := range a {
+		if m.Matches(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// compileInForce compiles the affinity in force; for a clusterAffinities group with
+// overflowAffinities a cluster of any of its tiers matches.
+func compileInForce(p *policyv1alpha1.Placement, observed string) (anyOf, error) {
+	affinities := []*policyv1alpha1.ClusterAffinity{affinityInForce(p, observed)}
+	if len(p.ClusterAffinities) > 0 {
+		g := &p.ClusterAffinities[firstGroup(p.ClusterAffinities, observed)]
+		for i := range g.OverflowAffinities {
+			affinities = append(affinities, &g.OverflowAffinities[i].ClusterAffinity)
+		}
+	}
+	out := make(anyOf, len(affinities))
+	for i, a := range affinities {
+		m, err := clusteraffinity.Compile(a)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = m
+	}
+	return out, nil
 }
 
 func placementOrEmpty(spec *workv1alpha2.ResourceBindingSpec) *policyv1alpha1.Placement {

@@ -241,6 +241,21 @@ var invalidCases = []invalidCase{
     clusterAffinities: [{affinityName: this-affinity-name-is-longer-than-32-chars, clusterNames: [a]}]`, []string{"spec.placement.clusterAffinities[0].affinityName", "Too long"}},
 	{"duplicate affinityName", ppHead + "spec:" + sel + `  placement:
     clusterAffinities: [{affinityName: a, clusterNames: [m1]}, {affinityName: a, clusterNames: [m2]}]`, []string{"spec.placement.clusterAffinities", "affinityName must be unique"}},
+	{"overflowAffinities with Duplicated replicas", ppHead + "spec:" + sel + `  placement:
+    clusterAffinities: [{affinityName: idc, clusterNames: [m1], overflowAffinities: [{affinityName: cloud, clusterNames: [m2]}]}]`,
+		[]string{"spec.placement.clusterAffinities", "overflowAffinities: only with replicaScheduling Divided"}},
+	{"overflowAffinities with static weights", ppHead + "spec:" + sel + `  placement:
+    clusterAffinities: [{affinityName: idc, clusterNames: [m1], overflowAffinities: [{affinityName: cloud, clusterNames: [m2]}]}]
+    replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: Weighted, weightPreference: {staticWeightList: [{targetCluster: {clusterNames: [m1]}, weight: 1}]}}`,
+		[]string{"spec.placement.clusterAffinities", "overflowAffinities: only with replicaScheduling Divided"}},
+	{"overflowAffinities without the group's own clusters", ppHead + "spec:" + sel + `  placement:
+    clusterAffinities: [{affinityName: idc, overflowAffinities: [{affinityName: cloud, clusterNames: [m2]}]}]
+    replicaScheduling: {replicaDivisionPreference: Aggregated}`,
+		[]string{"spec.placement.clusterAffinities[0].overflowAffinities", "preferred tier and must be set"}},
+	{"overflow affinityName repeated", ppHead + "spec:" + sel + `  placement:
+    clusterAffinities: [{affinityName: idc, clusterNames: [m1], overflowAffinities: [{affinityName: idc, clusterNames: [m2]}]}]
+    replicaScheduling: {replicaDivisionPreference: Aggregated}`,
+		[]string{"spec.placement.clusterAffinities[0].overflowAffinities", "affinityName must be unique and differ"}},
 	{"dispatching with dispatchingOnClusters", ppHead + "spec:" + sel + `  suspension:
     dispatching: true
     dispatchingOnClusters: {clusterNames: [a]}`, []string{"spec.suspension", "cannot be combined with dispatchingOnClusters"}},

@@ -330,7 +330,7 @@ func (d *demo) weightedPipy(ctx context.Context) error {
 		return err
 	}
 	if err := d.wait(ctx, "the no-policy warning", func(ctx context.Context) (bool, error) {
-		note := d.event(ctx, "default", "Deployment", "pipy", wellknown.EventReasonNoPolicyMatch)
+		note := d.event(ctx, "default", "Deployment", "pipy", wellknown.EventReasonApplyPolicyFailed)
 		if note != "" {
 			fmt.Printf("   Warning event on Deployment pipy: %q\n", note)
 		}

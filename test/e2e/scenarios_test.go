@@ -56,7 +56,7 @@ var _ = Describe("Scenario weighted-pipy", Ordered, func() {
 		Expect(framework.Apply(ctx, env.Host, scenario("weighted-pipy", "app.yaml"))).To(Succeed())
 		Eventually(func(g Gomega) {
 			evs := framework.EventsFor(ctx, g, env.Host, "default", "Deployment", "pipy")
-			g.Expect(evs).To(ContainElement(And(HaveField("Reason", wellknown.EventReasonNoPolicyMatch), HaveField("Note", wellknown.MessageNoPolicyMatch))))
+			g.Expect(evs).To(ContainElement(And(HaveField("Reason", wellknown.EventReasonApplyPolicyFailed), HaveField("Note", wellknown.MessageNoPolicyMatch))))
 		}).WithContext(ctx).Should(Succeed())
 		Consistently(func(g Gomega) {
 			for m, r := range env.DeploymentReplicas(ctx, "default", "pipy") {

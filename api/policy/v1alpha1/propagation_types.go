@@ -150,6 +150,7 @@ type FieldSelector struct {
 // +kubebuilder:validation:XValidation:rule="!(has(self.clusterAffinity) && has(self.clusterAffinities))",message="clusterAffinity and clusterAffinities are mutually exclusive: use clusterAffinities for ordered fallback groups, clusterAffinity otherwise"
 // +kubebuilder:validation:XValidation:rule="!has(self.spreadConstraints) || !self.spreadConstraints.exists(s, has(s.spreadByField) && s.spreadByField != 'cluster') || self.spreadConstraints.exists(s, has(s.spreadByField) && s.spreadByField == 'cluster')",message="spreadConstraints: spreading by region, zone or provider also needs a constraint with spreadByField: cluster",fieldPath=".spreadConstraints"
 // +kubebuilder:validation:XValidation:rule="!has(self.clusterAffinities) || self.clusterAffinities.all(a, self.clusterAffinities.exists_one(b, b.affinityName == a.affinityName))",message="clusterAffinities: affinityName must be unique",fieldPath=".clusterAffinities"
+// +kubebuilder:validation:XValidation:rule="!has(self.clusterAffinities) || !self.clusterAffinities.exists(a, has(a.overflowAffinities) && size(a.overflowAffinities) > 0) || (has(self.replicaScheduling) && (!has(self.replicaScheduling.replicaSchedulingType) || self.replicaScheduling.replicaSchedulingType == 'Divided') && ((has(self.replicaScheduling.replicaDivisionPreference) && self.replicaScheduling.replicaDivisionPreference == 'Aggregated') || (has(self.replicaScheduling.weightPreference) && has(self.replicaScheduling.weightPreference.dynamicWeight))))",message="clusterAffinities[].overflowAffinities: only with replicaScheduling Divided by weightPreference.dynamicWeight AvailableReplicas or by replicaDivisionPreference Aggregated (replicas overflow when a group's free capacity runs out)",fieldPath=".clusterAffinities"
 type Placement struct {
 	// ClusterAffinity selects the clusters the templates may go to.
 	// +optional
@@ -205,6 +206,8 @@ type ClusterAffinity struct {
 }
 
 // ClusterAffinityTerm is one named group of clusters in an ordered list.
+// +kubebuilder:validation:XValidation:rule="!has(self.overflowAffinities) || size(self.overflowAffinities) == 0 || has(self.clusterNames) || has(self.labelSelector) || has(self.fieldSelector) || has(self.exclude)",message="overflowAffinities: the group's own clusters (clusterNames, labelSelector, fieldSelector or exclude) are the preferred tier and must be set",fieldPath=".overflowAffinities"
+// +kubebuilder:validation:XValidation:rule="!has(self.overflowAffinities) || self.overflowAffinities.all(o, o.affinityName != self.affinityName && self.overflowAffinities.exists_one(p, p.affinityName == o.affinityName))",message="overflowAffinities: affinityName must be unique and differ from the group's own",fieldPath=".overflowAffinities"
 type ClusterAffinityTerm struct {
 	// AffinityName names the group; it is recorded in the binding's status.
 	// +required
@@ -214,7 +217,10 @@ type ClusterAffinityTerm struct {
 
 	ClusterAffinity `json:",inline"`
 
-	// OverflowAffinities are groups that take the replicas this group cannot hold.
+	// OverflowAffinities are groups that take the replicas this group cannot hold, in order:
+	// the scheduler fills this group first, overflows to the next when its clusters' free
+	// capacity runs out, and takes replicas back from the last one first. A cluster belongs to
+	// the first group it matches. Only with Divided replicas by dynamicWeight or Aggregated.
 	// +optional
 	// +kubebuilder:validation:MaxItems=8
 	OverflowAffinities []OverflowAffinityTerm `json:"overflowAffinities,omitempty"`

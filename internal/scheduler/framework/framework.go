@@ -64,6 +64,10 @@ type Candidate struct {
 	Available int32
 	// Rank is the cluster's per-binding tie-break rank: among equals, the lower rank wins.
 	Rank uint64
+	// Tier is the overflow tier the cluster belongs to (CycleState.Tiers): 0 is the
+	// preferred group, and always 0 without overflowAffinities. Lower tiers are filled first
+	// and selected first.
+	Tier int
 }
 
 // SelectPlugin narrows the scored feasible clusters to the ones the binding is placed on,

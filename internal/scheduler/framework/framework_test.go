@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 )
 
@@ -102,5 +103,31 @@ func TestCycleState(t *testing.T) {
 	}
 	if NewCycleState(nil, nil, "").Spec == nil {
 		t.Errorf("nil spec not defaulted")
+	}
+}
+
+func TestWithGroup(t *testing.T) {
+	s := NewCycleState(nil, nil, "seed")
+	g := &policyv1alpha1.ClusterAffinityTerm{AffinityName: "idc", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"a"}},
+		OverflowAffinities: []policyv1alpha1.OverflowAffinityTerm{
+			{AffinityName: "cloud-1", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"b"}}},
+			{AffinityName: "cloud-2", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"c"}}},
+		}}
+	got := s.WithGroup(g)
+	var names []string
+	for _, tier := range got.Tiers {
+		names = append(names, tier.Name+":"+tier.Affinity.ClusterNames[0])
+	}
+	if diff := cmp.Diff([]string{"idc:a", "cloud-1:b", "cloud-2:c"}, names); diff != "" {
+		t.Errorf("tiers (-want +got):\n%s", diff)
+	}
+	if got.AffinityName != "idc" || got.Affinity != &g.ClusterAffinity || s.Tiers != nil {
+		t.Errorf("WithGroup set %q/%v, or changed the original", got.AffinityName, got.Affinity)
+	}
+	if plain := got.WithAffinity("other", nil); plain.Tiers != nil {
+		t.Errorf("WithAffinity kept the tiers of the previous group")
+	}
+	if s.WithGroup(&policyv1alpha1.ClusterAffinityTerm{AffinityName: "x"}).Tiers != nil {
+		t.Errorf("a group without overflowAffinities has tiers")
 	}
 }

@@ -20,6 +20,14 @@ type CycleState struct {
 	Affinity *policyv1alpha1.ClusterAffinity
 	// AffinityName names the clusterAffinities group being tried; empty otherwise.
 	AffinityName string
+	// Tiers are the overflow tiers of the clusterAffinities group being tried when it has
+	// overflowAffinities: the group's own clusters first (Affinity), then each overflow group
+	// in order. A cluster belongs to the first tier it matches; replicas fill the tiers in
+	// order and leave them in reverse. Nil for a group without overflowAffinities.
+	Tiers []Tier
+	// Peers are where the binding's workload-affinity peers are (placement.workloadAffinity,
+	// spec.workloadAffinityGroups); the zero value when it has none.
+	Peers WorkloadPeers
 	// CapacityAware is true when replicas are divided by free capacity (dynamic weights or
 	// Aggregated). Only then is Candidate.Available computed.
 	CapacityAware bool
@@ -72,6 +80,46 @@ func (s *CycleState) Rank(cluster string) uint64 { return s.tie.Rank(cluster) }
 // WithAffinity returns a copy of the state for trying one clusterAffinities group.
 func (s *CycleState) WithAffinity(name string, affinity *policyv1alpha1.ClusterAffinity) *CycleState {
 	c := *s
-	c.AffinityName, c.Affinity = name, affinity
+	c.AffinityName, c.Affinity, c.Tiers = name, affinity, nil
 	return &c
 }
+
+// WithGroup returns a copy of the state for trying one clusterAffinities group, with its
+// overflowAffinities as tiers when it has any.
+func (s *CycleState) WithGroup(g *policyv1alpha1.ClusterAffinityTerm) *CycleState {
+	c := s.WithAffinity(g.AffinityName, &g.ClusterAffinity)
+	if len(g.OverflowAffinities) == 0 {
+		return c
+	}
+	c.Tiers = make([]Tier, 0, 1+len(g.OverflowAffinities))
+	c.Tiers = append(c.Tiers, Tier{Name: g.AffinityName, Affinity: &g.ClusterAffinity})
+	for i := range g.OverflowAffinities {
+		o := &g.OverflowAffinities[i]
+		c.Tiers = append(c.Tiers, Tier{Name: o.AffinityName, Affinity: &o.ClusterAffinity})
+	}
+	return c
+}
+
+// Tier is one tier of a clusterAffinities group with overflowAffinities.
+type Tier struct {
+	// Name is the group's or the overflow group's affinityName.
+	Name string
+	// Affinity selects the tier's clusters.
+	Affinity *policyv1alpha1.ClusterAffinity
+}
+
+// WorkloadPeers are where the other workloads of the binding's workload-affinity groups are:
+// the bindings of its namespace whose spec.workloadAffinityGroups name the same affinity or
+// anti-affinity group. The scheduler controller lists them; the core only reads them.
+type WorkloadPeers struct {
+	// Affinity holds, for each peer of the affinity group that has been scheduled, the
+	// clusters it is on. A cluster fits only if every such peer is on it. With no scheduled
+	// peer (the group's first workload) any cluster fits.
+	Affinity [][]string
+	// AntiAffinity holds the clusters the peers of the anti-affinity group are on. A
+	// cluster holding one does not fit.
+	AntiAffinity []string
+}
+
+// IsZero reports whether there is nothing to honour.
+func (p WorkloadPeers) IsZero() bool { return len(p.Affinity) == 0 && len(p.AntiAffinity) == 0 }

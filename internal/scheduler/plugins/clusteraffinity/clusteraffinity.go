@@ -2,6 +2,10 @@
 // clusterAffinities group being tried: clusterNames, labelSelector, fieldSelector (provider,
 // region, zone) and exclude. Matching is internal/clusteraffinity's; the selector is compiled
 // once per cycle.
+//
+// A group with overflowAffinities (CycleState.Tiers) lets a cluster through when it matches
+// the group or any of its overflow groups; TierOf says which tier it belongs to (the first it
+// matches), for the select and assign steps.
 package clusteraffinity
 
 import (
@@ -32,6 +36,18 @@ func (Plugin) Name() string { return Name }
 // NewFilter compiles the affinity of the cycle. With no affinity every cluster matches and no
 // filter is returned.
 func (Plugin) NewFilter(state *framework.CycleState) (framework.Filter, error) {
+	if len(state.Tiers) > 0 {
+		tierOf, err := TierOf(state)
+		if err != nil {
+			return nil, err
+		}
+		return func(c *clusterv1alpha1.Cluster) string {
+			if tierOf(c) >= 0 {
+				return ""
+			}
+			return ReasonNotMatched
+		}, nil
+	}
 	if state.Affinity == nil {
 		return nil, nil
 	}
@@ -53,4 +69,33 @@ func field(state *framework.CycleState) string {
 		return fmt.Sprintf("clusterAffinities[%s]", state.AffinityName)
 	}
 	return "clusterAffinity"
+}
+
+// TierOf compiles the tiers of the cycle (CycleState.Tiers) and returns the function that
+// gives a cluster's tier: the index of the first tier whose affinity it matches, or -1 when it
+// matches none. Without tiers every cluster is in tier 0.
+func TierOf(state *framework.CycleState) (func(*clusterv1alpha1.Cluster) int, error) {
+	if len(state.Tiers) == 0 {
+		return func(*clusterv1alpha1.Cluster) int { return 0 }, nil
+	}
+	matchers := make([]*clusteraffinity.Matcher, len(state.Tiers))
+	for i, t := range state.Tiers {
+		m, err := clusteraffinity.Compile(t.Affinity)
+		if err != nil {
+			where := fmt.Sprintf("clusterAffinities[%s]", state.AffinityName)
+			if i > 0 {
+				where += fmt.Sprintf(".overflowAffinities[%s]", t.Name)
+			}
+			return nil, fmt.Errorf("%w: %s: %v", framework.ErrInvalidPlacement, where, err)
+		}
+		matchers[i] = m
+	}
+	return func(c *clusterv1alpha1.Cluster) int {
+		for i, m := range matchers {
+			if m.Matches(c) {
+				return i
+			}
+		}
+		return -1
+	}, nil
 }

@@ -2,12 +2,14 @@ package clusteraffinity
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
 	st "github.com/flotilla-io/flotilla/internal/scheduler/schedulertest"
@@ -64,5 +66,46 @@ func TestInvalidAffinity(t *testing.T) {
 	}
 	if want := "invalid placement: clusterAffinities[primary]: fieldSelector.matchExpressions[0].key \"color\": must be one of provider, region, zone"; err.Error() != want {
 		t.Errorf("error = %q, want %q", err, want)
+	}
+}
+
+func TestTiers(t *testing.T) {
+	idc := st.NewCluster("idc", st.Label("site", "idc"))
+	aws := st.NewCluster("aws", st.Provider("aws"), st.Label("site", "idc"))
+	gcp := st.NewCluster("gcp", st.Provider("gcp"))
+	other := st.NewCluster("other", st.Provider("azure"))
+	g := &policyv1alpha1.ClusterAffinityTerm{AffinityName: "on-prem",
+		ClusterAffinity: policyv1alpha1.ClusterAffinity{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"site": "idc"}}},
+		OverflowAffinities: []policyv1alpha1.OverflowAffinityTerm{
+			{AffinityName: "aws", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"aws"}}},
+			{AffinityName: "gcp", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"gcp", "idc"}}},
+		}}
+	state := st.State(st.Deployment(1)).WithGroup(g)
+
+	got, err := st.Reasons(New(), state, idc, aws, gcp, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"idc": "", "aws": "", "gcp": "", "other": ReasonNotMatched}, got); diff != "" {
+		t.Errorf("a cluster of any tier passes (-want +got):\n%s", diff)
+	}
+	tierOf, err := TierOf(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiers := map[string]int{}
+	for _, c := range []*clusterv1alpha1.Cluster{idc, aws, gcp, other} {
+		tiers[c.Name] = tierOf(c)
+	}
+	// aws matches the preferred group's selector too: the first tier it matches wins.
+	if diff := cmp.Diff(map[string]int{"idc": 0, "aws": 0, "gcp": 2, "other": -1}, tiers); diff != "" {
+		t.Errorf("tiers (-want +got):\n%s", diff)
+	}
+
+	bad := g.DeepCopy()
+	bad.OverflowAffinities[1].LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"bad key!": "x"}}
+	_, err = TierOf(st.State(st.Deployment(1)).WithGroup(bad))
+	if !errors.Is(err, framework.ErrInvalidPlacement) || !strings.Contains(err.Error(), "clusterAffinities[on-prem].overflowAffinities[gcp]") {
+		t.Errorf("invalid overflow selector: %v, want ErrInvalidPlacement naming the overflow group", err)
 	}
 }

@@ -180,6 +180,9 @@ func groupCandidates(sorted []framework.Candidate, g *constraint) []group {
 	}
 	slices.SortStableFunc(groups, func(a, b group) int {
 		// members[0] is the group's best cluster; sorted puts better clusters first.
+		if c := cmp.Compare(sorted[a.members[0]].Tier, sorted[b.members[0]].Tier); c != 0 {
+			return c
+		}
 		if c := cmp.Compare(sorted[b.members[0]].Score, sorted[a.members[0]].Score); c != 0 {
 			return c
 		}
@@ -191,9 +194,13 @@ func groupCandidates(sorted []framework.Candidate, g *constraint) []group {
 	return groups
 }
 
-// compareCandidates orders the better candidate first: higher score, more free capacity,
-// lower tie-break rank, then name.
+// compareCandidates orders the better candidate first: lower overflow tier (the preferred
+// group before its overflow groups), higher score, more free capacity, lower tie-break rank,
+// then name.
 func compareCandidates(a, b framework.Candidate) int {
+	if c := cmp.Compare(a.Tier, b.Tier); c != 0 {
+		return c
+	}
 	if c := cmp.Compare(b.Score, a.Score); c != 0 {
 		return c
 	}
