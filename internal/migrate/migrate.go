@@ -347,7 +347,7 @@ func (m *run) memberConfig(ctx context.Context, kc *clusterv1alpha1.Cluster) (*r
 		return nil, "no kubeconfig for it: pass --member-kubeconfig " + kc.Name + "=FILE (or --use-karmada-credentials)", nil
 	}
 	if kc.Spec.SecretRef == nil {
-		return nil, "the Karmada Cluster has no secretRef to reach it with", nil
+		return nil, "no kubeconfig for it (--member-kubeconfig " + kc.Name + "=FILE), and the Karmada Cluster has no secretRef to reach it with", nil
 	}
 	s := &corev1.Secret{}
 	if err := m.o.Karmada.Get(ctx, types.NamespacedName{Namespace: kc.Spec.SecretRef.Namespace, Name: kc.Spec.SecretRef.Name}, s); err != nil {
