@@ -259,3 +259,21 @@ const (
 	// MessageNoPolicyMatch is the Warning event a template gets once while no policy selects it.
 	MessageNoPolicyMatch = "No policy match for resource"
 )
+
+// The Cluster Inventory API (multicluster.x-k8s.io) Flotilla publishes for other tools.
+const (
+	// ClusterInventoryNamespace is the default namespace of the ClusterProfiles Flotilla
+	// keeps, one per member (--cluster-profile-namespace). KEP-4322 asks for the profiles of
+	// one inventory to sit together in a dedicated namespace of the hub, labelled
+	// multicluster.x-k8s.io/clusterset=<set> when the inventory is a ClusterSet, without
+	// naming it; this is the name the Cluster Inventory API's guide for cluster managers uses.
+	ClusterInventoryNamespace = "cluster-inventory"
+	// ClusterManagerName is Flotilla's name as a cluster manager: spec.clusterManager.name
+	// and the x-k8s.io/cluster-manager label of its ClusterProfiles.
+	ClusterManagerName = "flotilla"
+	// InventoryManagedByLabel marks, with value InventoryManagedBy, the ClusterProfiles and
+	// PlacementDecisions Flotilla keeps: the only ones its guard lets it write.
+	InventoryManagedByLabel = "app.kubernetes.io/managed-by"
+	// InventoryManagedBy is the value of InventoryManagedByLabel.
+	InventoryManagedBy = "flotilla"
+)
