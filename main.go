@@ -112,6 +112,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.controllers.Failover.GracePeriod, "graceful-eviction-timeout", d.Failover.GracePeriod,
 		"How long a cluster a workload was evicted from keeps it while the new placement is not healthy yet (a task's gracePeriodSeconds wins).")
 	fs.StringVar(&o.controllers.SchedulerName, "scheduler-name", "default-scheduler", "Bindings naming another scheduler are left to it.")
+	o.controllers.ClusterProfiles.BindFlags(fs)
+	fs.BoolVar(&o.controllers.PlacementDecisions, "placement-decisions", false,
+		"Publish where each binding is scheduled as PlacementDecisions (multicluster.x-k8s.io, KEP-5313): in the ResourceBinding's namespace, or the ClusterProfiles' for a ClusterResourceBinding (docs/cluster-inventory.md).")
 }
 
 func main() {

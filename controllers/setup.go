@@ -18,6 +18,7 @@ import (
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/cluster"
+	"github.com/flotilla-io/flotilla/controllers/clusterprofile"
 	"github.com/flotilla-io/flotilla/controllers/clustertaint"
 	customizationcontroller "github.com/flotilla-io/flotilla/controllers/customization"
 	"github.com/flotilla-io/flotilla/controllers/dependencies"
@@ -27,6 +28,7 @@ import (
 	mcscontroller "github.com/flotilla-io/flotilla/controllers/mcs"
 	"github.com/flotilla-io/flotilla/controllers/namespace"
 	"github.com/flotilla-io/flotilla/controllers/notacted"
+	"github.com/flotilla-io/flotilla/controllers/placementdecision"
 	"github.com/flotilla-io/flotilla/controllers/rebalancer"
 	schedulercontroller "github.com/flotilla-io/flotilla/controllers/scheduler"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
@@ -82,6 +84,11 @@ type Options struct {
 	Failover failover.Options
 	// Sharding splits the work of the binding and Work controllers between replicas.
 	Sharding Sharding
+	// ClusterProfiles configure the ClusterProfile controller (on by default).
+	ClusterProfiles clusterprofile.Options
+	// PlacementDecisions publishes each binding's placement as PlacementDecisions (off by
+	// default).
+	PlacementDecisions bool
 }
 
 // Sharding configures sharded managers. With Shards above 1, the scheduler, binding,
@@ -271,6 +278,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		ConnectEveryReplica: shards != nil,
 	}); err != nil {
 		return nil, err
+	}
+	// Every member is published as a ClusterProfile (leader only, as the cluster controller).
+	profiles := &clusterprofile.Reconciler{Options: o.ClusterProfiles}
+	if err := profiles.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	// Opt-in: each binding's placement as PlacementDecisions (leader only).
+	if o.PlacementDecisions {
+		for _, nb := range []func() client.Object{newRB, newCRB} {
+			if err := (&placementdecision.Reconciler{NewBinding: nb, ProfileNamespace: profiles.Options.Namespace}).SetupWithManager(mgr); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// Fields accepted but not acted on yet get a Warning on their policy or Cluster.
 	if err := notacted.SetupWithManager(mgr); err != nil {

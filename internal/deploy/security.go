@@ -27,7 +27,7 @@ const (
 var managerReasons = map[string]string{
 	"*|*|":                        "read every kind: templates are whatever kinds users create, custom resources included (metadata-only watches of opted-in namespaces)",
 	"*|*/status|":                 "aggregated status of templates (the kinds no host controller owns, and those a customization aggregates)",
-	"|namespaces|":                "create and delete execution namespaces karmada-es-<cluster>; patch only the label flotilla.io/held (the guard denies the rest)",
+	"|namespaces|":                "create and delete execution namespaces karmada-es-<cluster>; create the ClusterProfiles' namespace cluster-inventory; patch only the label flotilla.io/held (the guard denies the rest)",
 	"|secrets|":                   "read Push members' credentials (Cluster.spec.secretRef); already implied by the read-all rule, listed for the cluster controller",
 	"|serviceaccounts|":           "Pull agents' ServiceAccounts in execution namespaces (the guard denies any other namespace)",
 	",events.k8s.io|events|":      "events on templates, policies, bindings and Clusters",
@@ -42,6 +42,8 @@ var managerReasons = map[string]string{
 	"cluster.karmada.io|clusters/status|":                                                  "Cluster status: health, version, API enablements, resources",
 	"config.karmada.io|resourceinterpretercustomizations|":                                 "read customizations",
 	"config.karmada.io|resourceinterpretercustomizations/status|":                          "customization status (compiled, errors)",
+	"multicluster.x-k8s.io|clusterprofiles,placementdecisions|":                            "publish each member as a ClusterProfile and, opted in, each binding's placement as PlacementDecisions (Cluster Inventory API); delete them with their Cluster or binding (the guard allows only those labelled as Flotilla's)",
+	"multicluster.x-k8s.io|clusterprofiles/status|":                                        "ClusterProfile status: health, version, properties, access providers",
 	"networking.karmada.io|multiclusterservices|":                                          "read MultiClusterServices",
 	"networking.karmada.io|multiclusterservices/status|":                                   "MultiClusterService status",
 	"policy.karmada.io|clusteroverridepolicies,clustertaintpolicies,overridepolicies|":     "read overrides and taint policies",

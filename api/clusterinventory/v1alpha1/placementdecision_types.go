@@ -22,7 +22,8 @@ const (
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // PlacementDecision is one slice of a scheduler's decision: up to 100 of the clusters it
-// chose. A decision of more clusters is several slices sharing DecisionKeyLabel.
+// chose. A decision of more clusters is several slices sharing the label
+// multicluster.x-k8s.io/decision-key.
 type PlacementDecision struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
