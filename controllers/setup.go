@@ -17,6 +17,7 @@ import (
 
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers/binding"
+	"github.com/flotilla-io/flotilla/controllers/capijoin"
 	"github.com/flotilla-io/flotilla/controllers/cluster"
 	"github.com/flotilla-io/flotilla/controllers/clusterprofile"
 	"github.com/flotilla-io/flotilla/controllers/clustertaint"
@@ -89,6 +90,9 @@ type Options struct {
 	// PlacementDecisions publishes each binding's placement as PlacementDecisions (off by
 	// default).
 	PlacementDecisions bool
+	// NoClusterAPIJoin turns off joining Cluster API Clusters labelled flotilla.io/join=true
+	// (on by default when Cluster API's CRDs are on the host).
+	NoClusterAPIJoin bool
 }
 
 // Sharding configures sharded managers. With Shards above 1, the scheduler, binding,
@@ -278,6 +282,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		ConnectEveryReplica: shards != nil,
 	}); err != nil {
 		return nil, err
+	}
+	// Cluster API Clusters labelled for the fleet join it by themselves (leader only; when
+	// Cluster API is installed on the host).
+	if !o.NoClusterAPIJoin {
+		if _, err := (&capijoin.Reconciler{}).SetupWithManager(mgr); err != nil {
+			return nil, err
+		}
 	}
 	// Every member is published as a ClusterProfile (leader only, as the cluster controller).
 	profiles := &clusterprofile.Reconciler{Options: o.ClusterProfiles}

@@ -15,6 +15,8 @@
 //   - ServiceAccounts, Roles and RoleBindings in execution namespaces (Pull agents' access);
 //   - ClusterRoles and ClusterRoleBindings named flotilla:agent:<cluster> (Pull agents' access);
 //   - deletes of a used bootstrap token: its ServiceAccount and ClusterRoleBinding;
+//   - members' credentials Secrets labelled flotilla.io/cluster in its namespace (Cluster API
+//     auto-join, unjoin);
 //   - ClusterProfiles and PlacementDecisions (multicluster.x-k8s.io) labelled as Flotilla's,
 //     before and after the write, and the namespace wellknown.ClusterInventoryNamespace.
 //
@@ -81,6 +83,9 @@ func Rules(namespace string) []Rule {
 			`(oldObject == null || (%[1]q in variables.oldLabels && variables.oldLabels[%[1]q] == %[2]q))`,
 			wellknown.InventoryManagedByLabel, wellknown.InventoryManagedBy),
 			"the ClusterProfiles and PlacementDecisions it publishes, labelled " + wellknown.InventoryManagedByLabel + "=" + wellknown.InventoryManagedBy + " before and after the write (none of another cluster manager's)"},
+		{"member-credentials", fmt.Sprintf(`request.resource.group == '' && request.resource.resource == 'secrets' && variables.sub == '' && variables.ns == %[1]q && `+
+			`(object == null || %[2]q in variables.newLabels) && (oldObject == null || %[2]q in variables.oldLabels)`, namespace, wellknown.JoinedClusterLabel),
+			"the credentials Secrets of the members it joins from Cluster API (labelled " + wellknown.JoinedClusterLabel + "), in its namespace"},
 		{"cluster-inventory-namespace", fmt.Sprintf(`request.resource.group == '' && request.resource.resource == 'namespaces' && variables.sub == '' && request.operation == 'CREATE' && variables.name == %q`,
 			wellknown.ClusterInventoryNamespace),
 			"create the ClusterProfiles' default namespace " + wellknown.ClusterInventoryNamespace + " (another namespace given by flag must exist)"},
