@@ -125,15 +125,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	if joined == nil {
-		res, err := r.join(ctx, capi, d.Member)
-		if err != nil || !res.IsZero() {
-			return res, err
-		}
+		return r.join(ctx, capi, d.Member)
 	}
-	if err := r.sync(ctx, capi, d.Member); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.sync(ctx, capi, d.Member)
 }
 
 // joined is the Flotilla Cluster joined from the Cluster API Cluster key, or nil.
@@ -150,20 +144,24 @@ func (r *Reconciler) joined(ctx context.Context, key types.NamespacedName) (*clu
 	return nil, nil
 }
 
-// join joins the member with the kubeconfig Cluster API wrote.
+// join joins the member with the kubeconfig Cluster API wrote. A Cluster of the member's name
+// that points elsewhere is another member's, and is left alone; one that points at this
+// member's apiserver (joined by hand, or by a join whose labelling failed) is taken over.
 func (r *Reconciler) join(ctx context.Context, capi *clusterv1beta2.Cluster, m Member) (ctrl.Result, error) {
-	taken := &clusterv1alpha1.Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: m.Name}, taken); err == nil {
-		r.Recorder.Eventf(capi, nil, corev1.EventTypeWarning, EventReasonJoinFailed, "Join",
-			"A Cluster named %s, not joined from this Cluster API Cluster, exists: set the label %s to another name", m.Name, wellknown.CAPIMemberNameLabel)
-		return ctrl.Result{}, nil // the label or the other Cluster must change; both are watched
-	} else if !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
-	}
 	cfg, err := r.kubeconfig(ctx, capi)
 	if err != nil {
 		r.Recorder.Eventf(capi, nil, corev1.EventTypeWarning, EventReasonJoinFailed, "Join", "%v", err)
 		return ctrl.Result{RequeueAfter: kubeconfigRetry}, nil
+	}
+	// Read from the apiserver, not the cache: a Cluster created a moment ago by someone else
+	// must not be taken over.
+	taken := &clusterv1alpha1.Cluster{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: m.Name}, taken); err == nil && taken.Spec.APIEndpoint != cfg.Host {
+		r.Recorder.Eventf(capi, nil, corev1.EventTypeWarning, EventReasonJoinFailed, "Join",
+			"A Cluster named %s of another member (%s) exists: set the label %s to another name", m.Name, taken.Spec.APIEndpoint, wellknown.CAPIMemberNameLabel)
+		return ctrl.Result{}, nil // the label (watched) or the other Cluster must change
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
 	}
 	zone := ""
 	if len(m.Zones) > 0 {

@@ -130,6 +130,13 @@ var _ = Describe("The manager's guard", Ordered, func() {
 			"deleting a ClusterProfile another cluster manager keeps": func() error {
 				return manager.Delete(ctx, &inventoryv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "kept"}})
 			},
+			"a Secret in its namespace that is no member's credentials": func() error {
+				return manager.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "loot"}})
+			},
+			"a member's credentials Secret outside its namespace": func() error {
+				return manager.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "m1",
+					Labels: map[string]string{wellknown.JoinedClusterLabel: "m1"}}})
+			},
 			"a namespace for ClusterProfiles other than the default": func() error {
 				return manager.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other-inventory"}})
 			},
@@ -171,6 +178,13 @@ var _ = Describe("The manager's guard", Ordered, func() {
 			}},
 			{"deleting a used bootstrap token's ServiceAccount", func() error {
 				return manager.Delete(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: agentauth.BootstrapServiceAccount("m1-abcdef")}})
+			}},
+			{"a credentials Secret of a member it joins, in its namespace, and its deletion", func() error {
+				s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m1", Labels: map[string]string{wellknown.JoinedClusterLabel: "m1"}}}
+				if err := manager.Create(ctx, s); err != nil {
+					return err
+				}
+				return manager.Delete(ctx, s)
 			}},
 			{"the ClusterProfiles' default namespace", func() error {
 				return manager.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wellknown.ClusterInventoryNamespace}})
