@@ -80,7 +80,7 @@ type Options struct {
 
 // BindFlags registers the options as command-line flags.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
-	fs.Func("cluster-profiles", "Publish every member cluster as a ClusterProfile (multicluster.x-k8s.io, KEP-4322): true (the default) or false.", func(v string) error {
+	fs.BoolFunc("cluster-profiles", "Publish every member cluster as a ClusterProfile (multicluster.x-k8s.io, KEP-4322); default true, --cluster-profiles=false turns it off.", func(v string) error {
 		switch v {
 		case "true":
 			o.Disabled = false
