@@ -296,6 +296,22 @@ func metaAndSpecApplied(current, desired *inventoryv1alpha1.ClusterProfile) bool
 	return equality.Semantic.DeepEqual(current.Spec, desired.Spec)
 }
 
+// clustersUsingSecret maps a Secret to the Clusters whose spec.secretRef names it.
+func (r *Reconciler) clustersUsingSecret(ctx context.Context, secret client.Object) []reconcile.Request {
+	clusters := &clusterv1alpha1.ClusterList{}
+	if err := r.Client.List(ctx, clusters); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Cannot list the Clusters that use a Secret", "Secret", client.ObjectKeyFromObject(secret))
+		return nil
+	}
+	var out []reconcile.Request
+	for _, c := range clusters.Items {
+		if ref := c.Spec.SecretRef; ref != nil && ref.Namespace == secret.GetNamespace() && ref.Name == secret.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: c.Name}})
+		}
+	}
+	return out
+}
+
 func ownedBy(p *inventoryv1alpha1.ClusterProfile, cluster *clusterv1alpha1.Cluster) bool {
 	for _, o := range p.OwnerReferences {
 		if o.UID == cluster.UID {
@@ -338,6 +354,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
 		For(&clusterv1alpha1.Cluster{}).
+		// A member's CA comes from its credentials Secret: a new one (join run again) is
+		// published. The cache holds the Secrets' metadata only.
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersUsingSecret)).
 		// A profile changed or deleted by someone else is put back; one whose Cluster is gone
 		// (the manager was down when it went) is pruned.
 		Watches(&inventoryv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {

@@ -178,6 +178,21 @@ var _ = Describe("ClusterProfiles", func() {
 		}).WithContext(ctx).Within(time.Minute).Should(Succeed())
 	})
 
+	It("publish a member's new CA when its credentials Secret changes", func(ctx SpecContext) {
+		name := env.MemberNames()[0]
+		c := &clusterv1alpha1.Cluster{}
+		Expect(env.Host.Get(ctx, client.ObjectKey{Name: name}, c)).To(Succeed())
+		secret := &corev1.Secret{}
+		Expect(env.Host.Get(ctx, client.ObjectKey{Namespace: c.Spec.SecretRef.Namespace, Name: c.Spec.SecretRef.Name}, secret)).To(Succeed())
+		// The same CA with a trailing line: still valid PEM, so the member stays connected.
+		rotated := append(append([]byte{}, secret.Data[wellknown.SecretKeyCABundle]...), []byte("\n")...)
+		secret.Data[wellknown.SecretKeyCABundle] = rotated
+		Expect(env.Host.Update(ctx, secret)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(accessProvider(g, profile(ctx, g, name), clusterprofile.DefaultAccessProvider).CertificateAuthorityData).To(Equal(rotated))
+		}).WithContext(ctx).Should(Succeed())
+	})
+
 	It("are put back when someone else deletes or changes them", func(ctx SpecContext) {
 		name := env.MemberNames()[0]
 		var uid string
