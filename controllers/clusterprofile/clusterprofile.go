@@ -166,6 +166,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, EventReasonFailed, "Publish", "%v", err)
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
+	if current != nil && !ownedBy(current, cluster) {
+		// Flotilla's profile of an earlier Cluster of the same name (deleted and created again
+		// while the manager was away): it has that Cluster as controller, so it is replaced.
+		if err := r.Client.Delete(ctx, current, client.Preconditions{UID: &current.UID}); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("delete the ClusterProfile %s/%s of an earlier Cluster %s: %w", current.Namespace, current.Name, cluster.Name, err)
+		}
+		return ctrl.Result{}, nil // its deletion, watched, brings the Cluster back
+	}
 	if err := r.write(ctx, current, desired); err != nil {
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, EventReasonFailed, "Publish", "Cannot write ClusterProfile %s/%s: %v", desired.Namespace, desired.Name, err)
 		return ctrl.Result{}, err

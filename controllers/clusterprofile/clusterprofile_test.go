@@ -234,6 +234,26 @@ var _ = Describe("ClusterProfiles", func() {
 		}).WithContext(ctx).Should(Succeed())
 	})
 
+	It("replace Flotilla's profile of an earlier Cluster of the same name", func(ctx SpecContext) {
+		old := &inventoryv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: inventory, Name: "reborn",
+			Labels: map[string]string{wellknown.InventoryManagedByLabel: wellknown.InventoryManagedBy, inventoryv1alpha1.LabelClusterManagerKey: "flotilla"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "cluster.karmada.io/v1alpha1", Kind: "Cluster", Name: "reborn", UID: "earlier-uid", Controller: ptr(true)}}},
+			Spec: inventoryv1alpha1.ClusterProfileSpec{ClusterManager: inventoryv1alpha1.ClusterManager{Name: "flotilla"}}}
+		Expect(env.Host.Create(ctx, old)).To(Succeed())
+		c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "reborn"},
+			Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://127.0.0.1:1"}}
+		Expect(env.Host.Create(ctx, c)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(env.Host.Delete(ctx, c))).To(Succeed())
+			env.Release(ctx, c)
+		})
+		Eventually(func(g Gomega) {
+			p := profile(ctx, g, "reborn")
+			g.Expect(p.UID).NotTo(Equal(old.UID))
+			g.Expect(p.OwnerReferences).To(ConsistOf(HaveField("UID", c.UID)))
+		}).WithContext(ctx).Should(Succeed())
+	})
+
 	It("are removed with their Cluster", func(ctx SpecContext) {
 		c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "leaving"},
 			Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://127.0.0.1:1", Region: "r1"}}
