@@ -236,7 +236,7 @@ var _ = Describe("ClusterProfiles", func() {
 
 	It("replace Flotilla's profile of an earlier Cluster of the same name", func(ctx SpecContext) {
 		old := &inventoryv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: inventory, Name: "reborn",
-			Labels: map[string]string{wellknown.InventoryManagedByLabel: wellknown.InventoryManagedBy, inventoryv1alpha1.LabelClusterManagerKey: "flotilla"},
+			Labels:          map[string]string{wellknown.InventoryManagedByLabel: wellknown.InventoryManagedBy, inventoryv1alpha1.LabelClusterManagerKey: "flotilla"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "cluster.karmada.io/v1alpha1", Kind: "Cluster", Name: "reborn", UID: "earlier-uid", Controller: ptr(true)}}},
 			Spec: inventoryv1alpha1.ClusterProfileSpec{ClusterManager: inventoryv1alpha1.ClusterManager{Name: "flotilla"}}}
 		Expect(env.Host.Create(ctx, old)).To(Succeed())
