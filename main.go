@@ -122,6 +122,20 @@ func (o *options) bind(fs *flag.FlagSet) {
 		o.controllers.NoBuiltinInterpreters = !on
 		return nil
 	})
+	o.controllers.ClusterProfiles.BindFlags(fs)
+	fs.BoolFunc("cluster-api-join", "Join Cluster API Clusters labelled flotilla.io/join=true once their control plane is initialized, and unjoin them when deleted (default true; needs Cluster API's CRDs on the host when the manager starts; see docs/cluster-inventory.md). --cluster-api-join=false turns it off.", func(v string) error {
+		switch v {
+		case "true":
+			o.controllers.NoClusterAPIJoin = false
+		case "false":
+			o.controllers.NoClusterAPIJoin = true
+		default:
+			return fmt.Errorf("want true or false, got %q", v)
+		}
+		return nil
+	})
+	fs.BoolVar(&o.controllers.PlacementDecisions, "placement-decisions", false,
+		"Publish where each binding is scheduled as PlacementDecisions (multicluster.x-k8s.io, KEP-5313): in the ResourceBinding's namespace, or the ClusterProfiles' for a ClusterResourceBinding (docs/cluster-inventory.md).")
 }
 
 func main() {

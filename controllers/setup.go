@@ -17,7 +17,9 @@ import (
 
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/controllers/binding"
+	"github.com/flotilla-io/flotilla/controllers/capijoin"
 	"github.com/flotilla-io/flotilla/controllers/cluster"
+	"github.com/flotilla-io/flotilla/controllers/clusterprofile"
 	"github.com/flotilla-io/flotilla/controllers/clustertaint"
 	customizationcontroller "github.com/flotilla-io/flotilla/controllers/customization"
 	"github.com/flotilla-io/flotilla/controllers/dependencies"
@@ -27,6 +29,7 @@ import (
 	mcscontroller "github.com/flotilla-io/flotilla/controllers/mcs"
 	"github.com/flotilla-io/flotilla/controllers/namespace"
 	"github.com/flotilla-io/flotilla/controllers/notacted"
+	"github.com/flotilla-io/flotilla/controllers/placementdecision"
 	"github.com/flotilla-io/flotilla/controllers/rebalancer"
 	schedulercontroller "github.com/flotilla-io/flotilla/controllers/scheduler"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
@@ -85,6 +88,14 @@ type Options struct {
 	// NoBuiltinInterpreters leaves out the built-in customizations of third-party kinds
 	// (internal/customization/builtin; --builtin-interpreters=false).
 	NoBuiltinInterpreters bool
+	// ClusterProfiles configure the ClusterProfile controller (on by default).
+	ClusterProfiles clusterprofile.Options
+	// PlacementDecisions publishes each binding's placement as PlacementDecisions (off by
+	// default).
+	PlacementDecisions bool
+	// NoClusterAPIJoin turns off joining Cluster API Clusters labelled flotilla.io/join=true
+	// (on by default when Cluster API's CRDs are on the host).
+	NoClusterAPIJoin bool
 }
 
 // Sharding configures sharded managers. With Shards above 1, the scheduler, binding,
@@ -274,6 +285,26 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		ConnectEveryReplica: shards != nil,
 	}); err != nil {
 		return nil, err
+	}
+	// Cluster API Clusters labelled for the fleet join it by themselves (leader only; when
+	// Cluster API is installed on the host).
+	if !o.NoClusterAPIJoin {
+		if _, err := (&capijoin.Reconciler{}).SetupWithManager(mgr); err != nil {
+			return nil, err
+		}
+	}
+	// Every member is published as a ClusterProfile (leader only, as the cluster controller).
+	profiles := &clusterprofile.Reconciler{Options: o.ClusterProfiles}
+	if err := profiles.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	// Opt-in: each binding's placement as PlacementDecisions (leader only).
+	if o.PlacementDecisions {
+		for _, nb := range []func() client.Object{newRB, newCRB} {
+			if err := (&placementdecision.Reconciler{NewBinding: nb, ProfileNamespace: profiles.Options.Namespace}).SetupWithManager(mgr); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// Fields accepted but not acted on yet get a Warning on their policy or Cluster.
 	if err := notacted.SetupWithManager(mgr); err != nil {

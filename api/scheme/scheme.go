@@ -10,6 +10,7 @@ import (
 
 	appsv1alpha1 "github.com/flotilla-io/flotilla/api/apps/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	clusterinventoryv1alpha1 "github.com/flotilla-io/flotilla/api/clusterinventory/v1alpha1"
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	networkingv1alpha1 "github.com/flotilla-io/flotilla/api/networking/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -38,5 +39,8 @@ func New() *runtime.Scheme {
 	// The Multi-Cluster Services API (ServiceExport, ServiceImport), served by CRDs the mcs
 	// controller installs into members.
 	utilruntime.Must(mcsv1alpha1.AddToScheme(s))
+	// The Cluster Inventory API (ClusterProfile, PlacementDecision), which Flotilla
+	// publishes for other tools (controllers/clusterprofile, controllers/placementdecision).
+	utilruntime.Must(clusterinventoryv1alpha1.AddToScheme(s))
 	return s
 }

@@ -284,3 +284,47 @@ const (
 	// while no policy selects it (Karmada's wording).
 	MessageNoPolicyMatch = "No policy match for resource"
 )
+
+// The Cluster Inventory API (multicluster.x-k8s.io) Flotilla publishes for other tools.
+const (
+	// ClusterInventoryNamespace is the default namespace of the ClusterProfiles Flotilla
+	// keeps, one per member (--cluster-profile-namespace). KEP-4322 asks for the profiles of
+	// one inventory to sit together in a dedicated namespace of the hub, labelled
+	// multicluster.x-k8s.io/clusterset=<set> when the inventory is a ClusterSet, without
+	// naming it; this is the name the Cluster Inventory API's guide for cluster managers uses.
+	ClusterInventoryNamespace = "cluster-inventory"
+	// ClusterManagerName is Flotilla's name as a cluster manager: spec.clusterManager.name
+	// and the x-k8s.io/cluster-manager label of its ClusterProfiles.
+	ClusterManagerName = "flotilla"
+	// InventoryManagedByLabel marks, with value InventoryManagedBy, the ClusterProfiles and
+	// PlacementDecisions Flotilla keeps: the only ones its guard lets it write.
+	InventoryManagedByLabel = "app.kubernetes.io/managed-by"
+	// InventoryManagedBy is the value of InventoryManagedByLabel.
+	InventoryManagedBy = "flotilla"
+)
+
+// Cluster API auto-join (controllers/capijoin).
+const (
+	// CAPIJoinLabel ("true") on a Cluster API Cluster (cluster.x-k8s.io) asks Flotilla to join
+	// it as a member once its control plane is initialized, and to unjoin it when the label
+	// goes or the Cluster is deleted.
+	CAPIJoinLabel = "flotilla.io/join"
+	// CAPIKeepWorkloadsLabel ("true") on a Cluster API Cluster leaves the workloads Flotilla
+	// propagated to it in place when it is unjoined; without it they are deleted.
+	CAPIKeepWorkloadsLabel = "flotilla.io/keep-workloads"
+	// CAPIMemberNameLabel on a Cluster API Cluster names the Flotilla Cluster it joins as;
+	// by default the Cluster API Cluster's own name.
+	CAPIMemberNameLabel = "flotilla.io/member-name"
+	// CAPIProviderLabel on a Cluster API Cluster sets the member's provider; by default the
+	// kind of its infrastructure, without "Cluster", in lower case (DockerCluster: docker).
+	CAPIProviderLabel = "flotilla.io/provider"
+	// OriginLabel on a Flotilla Cluster says where it came from: OriginClusterAPI for one
+	// joined from a Cluster API Cluster.
+	OriginLabel = "flotilla.io/origin"
+	// OriginClusterAPI is the value of OriginLabel of Clusters joined from Cluster API.
+	OriginClusterAPI = "cluster-api"
+	// CAPIClusterAnnotation on a Flotilla Cluster joined from Cluster API names its Cluster
+	// API Cluster: <namespace>/<name>. Such a Cluster carries KeepWorkloadsAnnotation while
+	// its Cluster API Cluster has CAPIKeepWorkloadsLabel.
+	CAPIClusterAnnotation = "flotilla.io/cluster-api-cluster"
+)

@@ -14,7 +14,11 @@
 //     flotilla.io/held;
 //   - ServiceAccounts, Roles and RoleBindings in execution namespaces (Pull agents' access);
 //   - ClusterRoles and ClusterRoleBindings named flotilla:agent:<cluster> (Pull agents' access);
-//   - deletes of a used bootstrap token: its ServiceAccount and ClusterRoleBinding.
+//   - deletes of a used bootstrap token: its ServiceAccount and ClusterRoleBinding;
+//   - members' credentials Secrets labelled flotilla.io/cluster in its namespace (Cluster API
+//     auto-join, unjoin);
+//   - ClusterProfiles and PlacementDecisions (multicluster.x-k8s.io) labelled as Flotilla's,
+//     before and after the write, and the namespace wellknown.ClusterInventoryNamespace.
 //
 // Admission policies do not apply to admission policies: the guard cannot protect itself or
 // the hold's objects. RBAC does that, by name (see controllers/namespace).
@@ -74,6 +78,17 @@ func Rules(namespace string) []Rule {
 			`(request.resource.group == 'rbac.authorization.k8s.io' && request.resource.resource == 'clusterrolebindings' && variables.name.startsWith(%q)))`,
 			namespace, agentauth.BootstrapServiceAccount(""), agentauth.BootstrapBinding("")),
 			"delete a bootstrap token once its Pull agent reports (its ServiceAccount flotilla-bootstrap-<id> and ClusterRoleBinding flotilla:bootstrap:<id>)"},
+		{"cluster-inventory", fmt.Sprintf(`request.resource.group == 'multicluster.x-k8s.io' && request.resource.resource in ['clusterprofiles', 'placementdecisions'] && variables.sub == '' && `+
+			`(object == null || (%[1]q in variables.newLabels && variables.newLabels[%[1]q] == %[2]q)) && `+
+			`(oldObject == null || (%[1]q in variables.oldLabels && variables.oldLabels[%[1]q] == %[2]q))`,
+			wellknown.InventoryManagedByLabel, wellknown.InventoryManagedBy),
+			"the ClusterProfiles and PlacementDecisions it publishes, labelled " + wellknown.InventoryManagedByLabel + "=" + wellknown.InventoryManagedBy + " before and after the write (none of another cluster manager's)"},
+		{"member-credentials", fmt.Sprintf(`request.resource.group == '' && request.resource.resource == 'secrets' && variables.sub == '' && variables.ns == %[1]q && `+
+			`(object == null || %[2]q in variables.newLabels) && (oldObject == null || %[2]q in variables.oldLabels)`, namespace, wellknown.JoinedClusterLabel),
+			"the credentials Secrets of the members it joins from Cluster API (labelled " + wellknown.JoinedClusterLabel + "), in its namespace"},
+		{"cluster-inventory-namespace", fmt.Sprintf(`request.resource.group == '' && request.resource.resource == 'namespaces' && variables.sub == '' && request.operation == 'CREATE' && variables.name == %q`,
+			wellknown.ClusterInventoryNamespace),
+			"create the ClusterProfiles' default namespace " + wellknown.ClusterInventoryNamespace + " (another namespace given by flag must exist)"},
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	inventoryv1alpha1 "github.com/flotilla-io/flotilla/api/clusterinventory/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	"github.com/flotilla-io/flotilla/internal/agentauth"
@@ -94,6 +95,8 @@ var _ = Describe("The manager's guard", Ordered, func() {
 			return patchLabel(ctx, manager, dns, "after", "guard")
 		}).WithContext(ctx).Should(Satisfy(apierrors.IsForbidden))
 
+		Expect(env.Host.Create(ctx, &inventoryv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "kept"},
+			Spec: inventoryv1alpha1.ClusterProfileSpec{ClusterManager: inventoryv1alpha1.ClusterManager{Name: "someone-else"}}})).To(Succeed())
 		denied := map[string]func() error{
 			"a label on a Deployment in kube-system": func() error { return patchLabel(ctx, manager, dns, "x", "y") },
 			"a Pod Security label of a namespace": func() error {
@@ -119,6 +122,24 @@ var _ = Describe("The manager's guard", Ordered, func() {
 				return manager.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "x"}})
 			},
 			"deleting a Deployment in kube-system": func() error { return manager.Delete(ctx, dns) },
+			"a ClusterProfile another cluster manager keeps": func() error {
+				return manager.Create(ctx, &inventoryv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "theirs",
+					Labels: map[string]string{inventoryv1alpha1.LabelClusterManagerKey: "someone-else"}},
+					Spec: inventoryv1alpha1.ClusterProfileSpec{ClusterManager: inventoryv1alpha1.ClusterManager{Name: "someone-else"}}})
+			},
+			"deleting a ClusterProfile another cluster manager keeps": func() error {
+				return manager.Delete(ctx, &inventoryv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "kept"}})
+			},
+			"a Secret in its namespace that is no member's credentials": func() error {
+				return manager.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "loot"}})
+			},
+			"a member's credentials Secret outside its namespace": func() error {
+				return manager.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "m1",
+					Labels: map[string]string{wellknown.JoinedClusterLabel: "m1"}}})
+			},
+			"a namespace for ClusterProfiles other than the default": func() error {
+				return manager.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other-inventory"}})
+			},
 			"deleting its own ServiceAccount": func() error {
 				return manager.Delete(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})
 			},
@@ -157,6 +178,29 @@ var _ = Describe("The manager's guard", Ordered, func() {
 			}},
 			{"deleting a used bootstrap token's ServiceAccount", func() error {
 				return manager.Delete(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: agentauth.BootstrapServiceAccount("m1-abcdef")}})
+			}},
+			{"a credentials Secret of a member it joins, in its namespace, and its deletion", func() error {
+				s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m1", Labels: map[string]string{wellknown.JoinedClusterLabel: "m1"}}}
+				if err := manager.Create(ctx, s); err != nil {
+					return err
+				}
+				return manager.Delete(ctx, s)
+			}},
+			{"the ClusterProfiles' default namespace", func() error {
+				return manager.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wellknown.ClusterInventoryNamespace}})
+			}},
+			{"a ClusterProfile it publishes", func() error {
+				return manager.Create(ctx, &inventoryv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: wellknown.ClusterInventoryNamespace, Name: "m1",
+					Labels: map[string]string{wellknown.InventoryManagedByLabel: wellknown.InventoryManagedBy}},
+					Spec: inventoryv1alpha1.ClusterProfileSpec{ClusterManager: inventoryv1alpha1.ClusterManager{Name: wellknown.ClusterManagerName}}})
+			}},
+			{"a PlacementDecision it publishes, and its deletion", func() error {
+				pd := &inventoryv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0",
+					Labels: map[string]string{wellknown.InventoryManagedByLabel: wellknown.InventoryManagedBy}}, Decisions: []inventoryv1alpha1.ClusterDecision{}}
+				if err := manager.Create(ctx, pd); err != nil {
+					return err
+				}
+				return manager.Delete(ctx, pd)
 			}},
 			{"its own kinds", func() error {
 				return manager.Create(ctx, &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "pp"},

@@ -421,7 +421,14 @@ func (c *clients) writeCluster(ctx context.Context, o Options, memberID string) 
 	return cluster, nil
 }
 
+// ensureNamespace creates the namespace when it does not exist. It looks first, so that an
+// identity that may not create namespaces (the manager joining a Cluster API cluster, whose
+// guard denies the create before the apiserver could answer AlreadyExists) gets through when
+// the namespace is there.
 func ensureNamespace(ctx context.Context, cl client.Client, name string) error {
+	if err := cl.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{}); err == nil {
+		return nil
+	}
 	err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
