@@ -101,7 +101,6 @@ var _ = Describe("Migrating Clusters and policies", Ordered, func() {
 	It("changes nothing when run again", func(ctx SpecContext) {
 		r, err := migrate.Run(ctx, options())
 		Expect(err).NotTo(HaveOccurred())
-		Expect(r.Count(migrate.Create) + r.Count(migrate.Join) + r.Count(migrate.Differs)).To(BeZero(), "%+v", r.Items)
+		Expect(r.Count(migrate.Create)+r.Count(migrate.Join)+r.Count(migrate.Differs)).To(BeZero(), "%+v", r.Items)
 	})
 })
-
