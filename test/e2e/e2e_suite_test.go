@@ -56,7 +56,8 @@ var _ = BeforeSuite(func(ctx context.Context) {
 func startManager(cfg *rest.Config) (*framework.Manager, error) {
 	// NoExecute taints on, as a platform that wants cluster failover runs it; the default
 	// tolerations (300 s) keep every other spec's short member outages from moving anything.
-	return framework.StartManager(cfg, controllers.Options{ProbeInterval: time.Second, NoExecuteTaints: true}, true)
+	// PlacementDecisions on too (opt-in for users), so the inventory spec sees them.
+	return framework.StartManager(cfg, controllers.Options{ProbeInterval: time.Second, NoExecuteTaints: true, PlacementDecisions: true}, true)
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
