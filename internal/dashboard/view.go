@@ -37,6 +37,8 @@ type View struct {
 // ClusterRow is one Cluster.
 type ClusterRow struct {
 	Name, Mode, Version string
+	// Origin is where the Cluster came from: joined, registered or cluster-api.
+	Origin string
 	// Ready is the Ready condition's status (True, False, Unknown); Reason and Message follow
 	// it when it is not True.
 	Ready, Reason, Message string
@@ -101,7 +103,7 @@ func BuildView(clusters []clusterv1alpha1.Cluster, rbs []workv1alpha2.ResourceBi
 }
 
 func clusterRow(c *clusterv1alpha1.Cluster) ClusterRow {
-	r := ClusterRow{Name: c.Name, Mode: string(c.Spec.SyncMode), Version: cmp.Or(c.Status.KubernetesVersion, none),
+	r := ClusterRow{Name: c.Name, Mode: string(c.Spec.SyncMode), Origin: clusterstatus.Origin(c), Version: cmp.Or(c.Status.KubernetesVersion, none),
 		Ready: "Unknown", Nodes: none, CPU: none, Memory: none}
 	if cond := meta.FindStatusCondition(c.Status.Conditions, wellknown.ClusterConditionReady); cond != nil {
 		r.Ready = string(cond.Status)

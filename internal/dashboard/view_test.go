@@ -68,11 +68,11 @@ func TestBuildView(t *testing.T) {
 		[]workv1alpha2.ClusterResourceBinding{crb}, now)
 	want := dashboard.View{Updated: now,
 		Clusters: []dashboard.ClusterRow{
-			{Name: "member1", Mode: "Push", Version: "v1.36.3", Ready: "True", Nodes: "2/3", CPU: "1.5 / 8", Memory: "1.5Gi / 16Gi",
+			{Name: "member1", Mode: "Push", Origin: "joined", Version: "v1.36.3", Ready: "True", Nodes: "2/3", CPU: "1.5 / 8", Memory: "1.5Gi / 16Gi",
 				Taints: []string{"dedicated=batch:NoSchedule"}, Location: "aws/us-east-1"},
-			{Name: "member2", Mode: "Push", Version: "-", Ready: "False", Reason: "ClusterNotReachable",
+			{Name: "member2", Mode: "Push", Origin: "joined", Version: "-", Ready: "False", Reason: "ClusterNotReachable",
 				Message: "dial tcp 127.0.0.1:1: connection refused", Nodes: "-", CPU: "-", Memory: "-", Location: "-"},
-			{Name: "member3", Mode: "Push", Version: "-", Ready: "Unknown", Nodes: "-", CPU: "-", Memory: "-", Location: "-"},
+			{Name: "member3", Mode: "Push", Origin: "joined", Version: "-", Ready: "Unknown", Nodes: "-", CPU: "-", Memory: "-", Location: "-"},
 		},
 		Templates: []dashboard.TemplateRow{
 			{Kind: "ClusterRole", Name: "reader", Binding: "ClusterResourceBinding reader-clusterrole", Scheduled: "Unknown",

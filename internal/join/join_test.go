@@ -315,16 +315,22 @@ func TestPrintClusters(t *testing.T) {
 		},
 	}
 	fresh := clusterv1alpha1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "a-new-one", CreationTimestamp: metav1.NewTime(now.Add(-20 * time.Second))},
-		Spec:       clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push},
+		ObjectMeta: metav1.ObjectMeta{Name: "a-new-one", CreationTimestamp: metav1.NewTime(now.Add(-20 * time.Second)),
+			Labels: map[string]string{wellknown.OriginLabel: wellknown.OriginClusterAPI}},
+		Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push},
+	}
+	edge := clusterv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "edge", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
+		Spec:       clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull},
 	}
 	var out bytes.Buffer
-	if err := PrintClusters(&out, []clusterv1alpha1.Cluster{ready, fresh}, now); err != nil {
+	if err := PrintClusters(&out, []clusterv1alpha1.Cluster{ready, fresh, edge}, now); err != nil {
 		t.Fatal(err)
 	}
-	want := `NAME        VERSION   MODE   READY     NODES   CPU(alloc/total)   MEMORY(alloc/total)   AGE
-a-new-one   -         Push   Unknown   -       -                  -                     20s
-member1     v1.36.3   Push   True      2/3     1.7/24             1.5Gi/96Gi            3h
+	want := `NAME        VERSION   MODE   ORIGIN        READY     NODES   CPU(alloc/total)   MEMORY(alloc/total)   AGE
+a-new-one   -         Push   cluster-api   Unknown   -       -                  -                     20s
+edge        -         Pull   registered    Unknown   -       -                  -                     60m
+member1     v1.36.3   Push   joined        True      2/3     1.7/24             1.5Gi/96Gi            3h
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)

@@ -20,17 +20,17 @@ import (
 // none is printed for what a Cluster does not report yet.
 const none = "-"
 
-// PrintClusters writes the Clusters as a table sorted by name: NAME VERSION MODE READY NODES
-// (ready/total) CPU and MEMORY (allocated/allocatable) AGE.
+// PrintClusters writes the Clusters as a table sorted by name: NAME VERSION MODE ORIGIN READY
+// NODES (ready/total) CPU and MEMORY (allocated/allocatable) AGE.
 func PrintClusters(w io.Writer, clusters []clusterv1alpha1.Cluster, now time.Time) error {
 	sorted := slices.Clone(clusters)
 	slices.SortFunc(sorted, func(a, b clusterv1alpha1.Cluster) int { return cmp.Compare(a.Name, b.Name) })
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tVERSION\tMODE\tREADY\tNODES\tCPU(alloc/total)\tMEMORY(alloc/total)\tAGE")
+	fmt.Fprintln(tw, "NAME\tVERSION\tMODE\tORIGIN\tREADY\tNODES\tCPU(alloc/total)\tMEMORY(alloc/total)\tAGE")
 	for i := range sorted {
 		c := &sorted[i]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, cmp.Or(c.Status.KubernetesVersion, none),
-			cmp.Or(string(c.Spec.SyncMode), none), ready(c), nodes(c.Status.NodeSummary),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, cmp.Or(c.Status.KubernetesVersion, none),
+			cmp.Or(string(c.Spec.SyncMode), none), clusterstatus.Origin(c), ready(c), nodes(c.Status.NodeSummary),
 			clusterstatus.Usage(c.Status.ResourceSummary, corev1.ResourceCPU, clusterstatus.FormatCPU, "/"),
 			clusterstatus.Usage(c.Status.ResourceSummary, corev1.ResourceMemory, clusterstatus.FormatBytes, "/"),
 			duration.HumanDuration(now.Sub(c.CreationTimestamp.Time)))
