@@ -160,8 +160,8 @@ type soaker struct {
 	mgrs  []*managerProc
 	agent *managerProc
 	m     *model
-	rng  *rand.Rand // workload ops
-	erng *rand.Rand // disruption schedule
+	rng   *rand.Rand // workload ops
+	erng  *rand.Rand // disruption schedule
 
 	journalW   io.Writer
 	chaosStart time.Time
