@@ -63,6 +63,8 @@ type managerProc struct {
 	killed    bool // the exit was ours
 	startedAt time.Time
 	starts    int
+	// killedAt[n] is when incarnation n was SIGKILLed (zero: it was not).
+	killedAt map[int]time.Time
 	// crashes are exits nobody asked for, with the tail of the log.
 	crashes []string
 }
@@ -172,6 +174,10 @@ func (m *managerProc) kill() {
 	m.killed = true
 	_ = m.cmd.Process.Signal(syscall.SIGKILL)
 	<-m.done
+	if m.killedAt == nil {
+		m.killedAt = map[int]time.Time{}
+	}
+	m.killedAt[m.starts] = time.Now()
 }
 
 // stop asks the manager to stop and waits for it.

@@ -1,10 +1,13 @@
 package soak
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
 // The soak's modes: what the fleet and the manager are, besides the default of one
@@ -65,7 +69,7 @@ func configureModes(c *config) {
 	c.pull = *flagPull || envOn("FLOTILLA_SOAK_PULL")
 	c.churn = *flagChurn || envOn("FLOTILLA_SOAK_CHURN")
 	if c.pull {
-		c.agentKills = max(2, int(c.duration/(45*time.Second)))
+		c.agentKills = max(2, int(c.duration/(90*time.Second)))
 	}
 }
 
@@ -110,7 +114,9 @@ func (s *soaker) managerArgs(kubeconfig string) []string {
 	}
 	return append(args, "--leader-elect", "--leader-election-namespace="+wellknown.SystemNamespace, fmt.Sprintf("--shards=%d", s.cfg.shards),
 		"--leader-elect-lease-duration="+shardLease.String(), "--leader-elect-renew-deadline="+shardRenew.String(),
-		"--leader-elect-retry-period="+shardRetry.String())
+		"--leader-elect-retry-period="+shardRetry.String(),
+		// Nanoseconds: the shard check (checkShards) orders the replicas' log lines.
+		"--zap-time-encoding=rfc3339nano")
 }
 
 // newManagers makes the manager processes (not started).
@@ -308,4 +314,104 @@ func (s *soaker) churnStats() string {
 		}
 	}
 	return fmt.Sprintf("%d of %d with status written, %d ready replicas", written, deploys, ready)
+}
+
+// shardLogLine is what the shard check reads of a replica's JSON log line.
+type shardLogLine struct {
+	TS    time.Time `json:"ts"`
+	Msg   string    `json:"msg"`
+	Shard *int      `json:"shard"`
+	Work  string    `json:"Work"`
+}
+
+// shardInterval is a time a replica's incarnation was allowed to work on a shard: from
+// "Acquired shard" to "Stopped work on shard" (or "Lost shard"), or to its SIGKILL, or to
+// the end of its log.
+type shardInterval struct {
+	who        string
+	shard      int
+	start, end time.Time
+}
+
+// checkShards checks, from the sharded replicas' logs (as test/shard does), that no shard
+// was ever worked on by two replicas at once, and that every Work apply a replica logged
+// (--zap-log-level=debug logs them) happened inside one of its intervals of the Work's shard.
+// It returns the violations, and how many intervals and applies it read.
+func (s *soaker) checkShards() (violations []string, intervals, applies int) {
+	byShard := map[int][]shardInterval{}
+	type apply struct {
+		who  string
+		line shardLogLine
+	}
+	var all []apply
+	mine := map[string][]shardInterval{}
+	for _, p := range s.mgrs {
+		for n := 1; n <= p.starts; n++ {
+			who := fmt.Sprintf("%s-%02d", p.label, n)
+			f, err := os.Open(p.logPath(n))
+			if err != nil {
+				violations = append(violations, fmt.Sprintf("harness: reading %s: %v", p.logPath(n), err))
+				continue
+			}
+			var lines []shardLogLine
+			sc := bufio.NewScanner(f)
+			sc.Buffer(make([]byte, 1<<20), 1<<24)
+			for sc.Scan() {
+				var l shardLogLine
+				if json.Unmarshal(sc.Bytes(), &l) == nil {
+					lines = append(lines, l)
+				}
+			}
+			f.Close()
+			// An interval still open ends at the incarnation's SIGKILL, now if it runs, or at
+			// its last line if it exited on its own (a crash, reported as such).
+			end := time.Now()
+			if t, ok := p.killedAt[n]; ok {
+				end = t
+			} else if (n != p.starts || !p.running()) && len(lines) > 0 {
+				end = lines[len(lines)-1].TS
+			}
+			open := map[int]time.Time{}
+			for _, l := range lines {
+				switch {
+				case l.Msg == "Applied the Work's manifests" && l.Work != "":
+					all = append(all, apply{who, l})
+				case l.Shard == nil:
+				case l.Msg == "Acquired shard":
+					open[*l.Shard] = l.TS
+				case l.Msg == "Stopped work on shard" || l.Msg == "Lost shard":
+					if t, ok := open[*l.Shard]; ok {
+						iv := shardInterval{who, *l.Shard, t, l.TS}
+						byShard[iv.shard], mine[who] = append(byShard[iv.shard], iv), append(mine[who], iv)
+						delete(open, *l.Shard)
+					}
+				}
+			}
+			for k, t := range open {
+				iv := shardInterval{who, k, t, end}
+				byShard[k], mine[who] = append(byShard[k], iv), append(mine[who], iv)
+			}
+		}
+	}
+	for k := range s.cfg.shards {
+		ivs := byShard[k]
+		intervals += len(ivs)
+		slices.SortFunc(ivs, func(a, b shardInterval) int { return a.start.Compare(b.start) })
+		for i := 1; i < len(ivs); i++ {
+			if ivs[i].start.Before(ivs[i-1].end) {
+				violations = append(violations, fmt.Sprintf("shard %d worked on by two replicas at once: %s from %s, %s from %s to %s", k,
+					ivs[i].who, ivs[i].start.Format(time.RFC3339Nano), ivs[i-1].who, ivs[i-1].start.Format(time.RFC3339Nano), ivs[i-1].end.Format(time.RFC3339Nano)))
+			}
+		}
+	}
+	for _, a := range all {
+		applies++
+		k := shard.Of(a.line.Work, s.cfg.shards)
+		if !slices.ContainsFunc(mine[a.who], func(iv shardInterval) bool {
+			return iv.shard == k && !a.line.TS.Before(iv.start) && !a.line.TS.After(iv.end)
+		}) {
+			violations = append(violations, fmt.Sprintf("%s applied Work %s (shard %d) at %s, outside its intervals of that shard", a.who, a.line.Work, k, a.line.TS.Format(time.RFC3339Nano)))
+		}
+	}
+	return violations, intervals, applies
 }

@@ -85,6 +85,11 @@ func (s *soaker) restoreAndVerify() {
 		lines, n = p.grepLogs(3, "forbidden")
 		forbidden, nforbidden = append(forbidden, lines...), nforbidden+n
 	}
+	if s.cfg.sharded() {
+		var shardViolations []string
+		shardViolations, s.shardIntervals, s.shardApplies = s.checkShards()
+		violations = append(violations, shardViolations...)
+	}
 	if npanics > 0 {
 		violations = append(violations, fmt.Sprintf("%d panic lines in the manager (and agent) logs, e.g.:\n      %s", npanics, strings.Join(panics, "\n      ")))
 	}
@@ -124,6 +129,9 @@ func (s *soaker) summary(res *result, restored, converged time.Duration, violati
 		row("manager SIGKILLs (and restarts): leader / standby", fmt.Sprintf("%d: %d / %d", s.kills, s.leaderKills, s.standbyKills))
 	} else {
 		row("manager SIGKILLs (and restarts)", s.kills)
+	}
+	if s.cfg.sharded() {
+		row("shard intervals, Work applies checked (no overlap)", fmt.Sprintf("%d, %d", s.shardIntervals, s.shardApplies))
 	}
 	starts, crashes := 0, 0
 	for _, p := range s.mgrs {

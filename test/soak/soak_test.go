@@ -195,6 +195,8 @@ type soaker struct {
 	pending                   map[*managerProc]bool
 	leaderKills, standbyKills int // of kills, with sharding
 	agentKills                int
+	// What checkShards read: shard intervals of the replicas, and Work applies (debug logs).
+	shardIntervals, shardApplies int
 }
 
 func TestSoak(t *testing.T) {
