@@ -67,6 +67,11 @@ type managerProc struct {
 	killedAt map[int]time.Time
 	// crashes are exits nobody asked for, with the tail of the log.
 	crashes []string
+	// lostLeases are the exits on a lost leader election Lease ("leader election lost"): a
+	// leader-elected process (the sharded replicas, the agent) exits then by design, and the
+	// kubelet restarts it, as the soak does. Not crashes: the agent's member apiserver may be
+	// down longer than its renew deadline, and a loaded machine may hold up a renewal.
+	lostLeases []string
 }
 
 func (m *managerProc) logPath(n int) string {
@@ -157,6 +162,10 @@ func (m *managerProc) running() bool {
 	case <-m.done:
 		if !m.killed {
 			m.killed = true // record once
+			if last := tail(m.logPath(m.starts), 3); strings.Contains(last, "leader election lost") {
+				m.lostLeases = append(m.lostLeases, fmt.Sprintf("%s incarnation %d", m.label, m.starts))
+				return false
+			}
 			m.crashes = append(m.crashes, fmt.Sprintf("%s incarnation %d exited on its own (%v); log %s:\n%s",
 				m.label, m.starts, m.cmd.ProcessState, m.logPath(m.starts), tail(m.logPath(m.starts), 15)))
 		}

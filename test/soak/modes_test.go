@@ -179,18 +179,14 @@ func (s *soaker) anyDown() bool {
 }
 
 // procsSettled reports whether every process runs and has for long enough that a checkpoint
-// is fair: 2 s for the unsharded manager; for sharded replicas a shard Lease of a killed
-// replica expires a lease duration after its last renewal (the restarted replica is a new
-// holder), and the Pull agent waits for its own leader Lease in the member.
+// is fair: 2 s for a manager (a killed sharded replica's shards move a lease duration, 6 s,
+// after its last renewal: within a checkpoint's first wait); 10 s for the Pull agent, which
+// waits for its killed incarnation's leader Lease in the member (15 s from its last renewal).
 func (s *soaker) procsSettled() bool {
-	grace := 2 * time.Second
-	if s.cfg.sharded() {
-		grace = shardLease + 2*time.Second
-	}
 	for _, p := range s.procs() {
-		g := grace
+		g := 2 * time.Second
 		if p == s.agent {
-			g = 20 * time.Second // the agent's leader Lease lasts at least 15 s
+			g = 10 * time.Second
 		}
 		if s.pending[p] || !p.running() || time.Since(p.startedAt) < g {
 			return false

@@ -139,9 +139,17 @@ func (s *soaker) summary(res *result, restored, converged time.Duration, violati
 	}
 	row("manager incarnations", starts)
 	row("manager crashes (exits not ours)", crashes)
+	if s.cfg.sharded() {
+		var lost []string
+		for _, p := range s.mgrs {
+			lost = append(lost, p.lostLeases...)
+		}
+		row("manager exits on a lost leader Lease (restarted)", fmt.Sprintf("%d %v", len(lost), lost))
+	}
 	if s.agent != nil {
 		row("Pull agent SIGKILLs (and restarts)", s.agentKills)
 		row("Pull agent incarnations, crashes", fmt.Sprintf("%d, %d", s.agent.starts, len(s.agent.crashes)))
+		row("Pull agent exits on a lost leader Lease (restarted)", len(s.agent.lostLeases))
 	}
 	row("member apiserver restarts", fmt.Sprintf("%d (%s down in all)", s.memberRestarts, s.memberDowntime.Round(100*time.Millisecond)))
 	row("member token rotations", s.rotations)
