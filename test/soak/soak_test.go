@@ -11,9 +11,15 @@
 // FullyApplied, that nothing is stuck on a finalizer and that no Work points at a missing
 // Cluster.
 //
+// Modes (modes_test.go) make the managers three sharded replicas (-soak.shards), the leader
+// or a standby SIGKILLed; member2 a Pull member whose agent the chaos kills too (-soak.pull);
+// and the members full clusters whose kube-controller-manager keeps writing status
+// (-soak.churn).
+//
 // `go test ./test/soak/` (part of `make test`, skipped with -short) runs a short soak of
-// about 90 seconds of chaos; `make soak` runs the long one (-soak.long, 10 minutes unless
-// -soak.duration or FLOTILLA_SOAK_DURATION says otherwise). -soak.seed replays a run.
+// about 90 seconds of chaos, sharded; `make soak` runs the long one (-soak.long, 10 minutes
+// unless -soak.duration or FLOTILLA_SOAK_DURATION says otherwise; SOAK_PROFILE=full for every
+// mode). -soak.seed replays a run.
 package soak
 
 import (
