@@ -77,8 +77,12 @@ bench-scale: k8s-bins ## Opt-in scale bench: 20 apiserver-only members, 5,000 Di
 	FLOTILLA_BENCH_SCALE=1 go test -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 250m ./test/bench/
 
 .PHONY: soak
-soak: k8s-bins ## Chaos soak (not part of make test's long run): SOAK_DURATION (default 10m; or FLOTILLA_SOAK_DURATION) of random changes, manager kills, member restarts; SOAK_SEED replays a run; SOAK_LOG_LEVEL=debug logs each Work's apply.
-	go test ./test/soak/ -run 'TestSoak$$' -v -count=1 -timeout 0 -soak.long $(if $(SOAK_DURATION),-soak.duration=$(SOAK_DURATION)) $(if $(SOAK_SEED),-soak.seed=$(SOAK_SEED)) $(if $(SOAK_LOG_LEVEL),-soak.log-level=$(SOAK_LOG_LEVEL))
+soak: k8s-bins ## Chaos soak (not part of make test's long run): SOAK_DURATION (default 10m; or FLOTILLA_SOAK_DURATION) of random changes, manager kills, member restarts; SOAK_SEED replays a run; SOAK_LOG_LEVEL=debug logs each Work's apply. Modes: SOAK_SHARDS=1 (3 replicas, --shards=6; SOAK_SHARDS=N for --shards=N), SOAK_PULL=1 (member2 Pull, its agent killed too), SOAK_CHURN=1 (full members: status churn); SOAK_PROFILE=full sets all three; SOAK_KEEP=1 keeps the run directory (logs, journal).
+	go test ./test/soak/ -run 'TestSoak$$' -v -count=1 -timeout 0 -soak.long $(if $(SOAK_DURATION),-soak.duration=$(SOAK_DURATION)) $(if $(SOAK_SEED),-soak.seed=$(SOAK_SEED)) $(if $(SOAK_LOG_LEVEL),-soak.log-level=$(SOAK_LOG_LEVEL)) $(if $(SOAK_KEEP),-soak.keep) $(SOAK_MODE_FLAGS)
+
+# SOAK_SHARDS=1 means sharded (--shards=6): one shard is the unsharded manager, which needs no option.
+SOAK_SHARDS_N = $(if $(filter 1,$(SOAK_SHARDS)),6,$(SOAK_SHARDS))
+SOAK_MODE_FLAGS = $(if $(filter full,$(SOAK_PROFILE)),-soak.shards=6 -soak.pull -soak.churn,$(if $(SOAK_SHARDS_N),-soak.shards=$(SOAK_SHARDS_N)) $(if $(filter-out 0,$(SOAK_PULL)),-soak.pull) $(if $(filter-out 0,$(SOAK_CHURN)),-soak.churn))
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 20s).

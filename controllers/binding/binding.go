@@ -128,7 +128,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.unseen(rb, existing)
+	// Works this replica created that its cache does not show yet: one of a cluster the
+	// binding has left since is deleted once the cache shows it (its creation brings no
+	// binding back, so the pass comes back for it).
+	unseen := r.unseen(rb, existing)
 	var renderErrs, writeErrs []error
 	var written []string
 	var writes []workWrite
@@ -210,6 +213,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				continue
 			}
 			log.Info("Removed Work of a cluster no longer scheduled", "Cluster", name, "Work", w.Name)
+		}
+	}
+	for name := range unseen {
+		if !wanted[name] {
+			log.V(1).Info("Waiting for the cache to show the Work just created of a cluster no longer scheduled", "Cluster", name)
+			waiting = true
 		}
 	}
 	if len(written) > 0 {

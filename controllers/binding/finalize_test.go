@@ -150,6 +150,58 @@ var _ = Describe("Finalizing a binding whose new Works its cache does not show y
 	}, SpecTimeout(2*time.Minute))
 })
 
+var _ = Describe("Unscheduling a cluster whose new Work its cache does not show yet", func() {
+	It("waits for the Work and deletes it, rather than leaving it on a cluster the binding left", func(ctx SpecContext) {
+		// A binding that leaves a cluster right after its Work there was created: the next pass
+		// lists Works from a cache that does not show it, and a Work's creation brings no
+		// binding back (found by the soak with sharded managers under load).
+		own, mgr := fleettest.Isolated(ctx, "binding-lag-move", "member1")
+		lagging := &laggingWorks{Client: mgr.GetClient()}
+		r := &binding.Reconciler{Client: lagging, APIReader: mgr.GetAPIReader(), Recorder: events.NewFakeRecorder(100),
+			Interpreter: interpreter.Interpreter{}, NewBinding: func() client.Object { return &workv1alpha2.ResourceBinding{} }}
+
+		own.TemplateNamespace(ctx, "lag-move")
+		cm := fleettest.ConfigMap("lag-move", "cfg", map[string]string{"k": "v"})
+		Expect(own.Host.Create(ctx, cm)).To(Succeed())
+		rb := own.Binding(cm, 0, fleettest.Scheduled("member1", 0)...)
+		Expect(own.Host.Create(ctx, rb)).To(Succeed())
+		Eventually(func() error {
+			return mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(rb), &workv1alpha2.ResourceBinding{})
+		}).WithContext(ctx).Should(Succeed())
+		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(rb)}
+		lagging.hide.Store(true)
+		_, err := r.Reconcile(ctx, req)
+		Expect(err).NotTo(HaveOccurred())
+		work := &workv1alpha1.Work{}
+		Expect(own.Host.Get(ctx, workKey("member1", cm), work)).To(Succeed(), "the Work was created")
+
+		By("the binding leaves member1 before the cache shows its Work")
+		cur := &workv1alpha2.ResourceBinding{}
+		Expect(own.Host.Get(ctx, client.ObjectKeyFromObject(rb), cur)).To(Succeed())
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Spec.Clusters = nil
+		Expect(own.Host.Patch(ctx, cur, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			cached := &workv1alpha2.ResourceBinding{}
+			g.Expect(mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(rb), cached)).To(Succeed())
+			g.Expect(cached.Spec.Clusters).To(BeEmpty())
+		}).WithContext(ctx).Should(Succeed())
+		res, err := r.Reconcile(ctx, req)
+		Expect(err).NotTo(HaveOccurred())
+		// Before, the pass ended with nothing to come back for, and the Work stayed for good.
+		Expect(res.RequeueAfter).To(BeNumerically(">", 0), "the pass comes back for the Work it cannot see yet")
+
+		By("the cache catching up")
+		lagging.hide.Store(false)
+		Eventually(func(g Gomega) {
+			_, err := r.Reconcile(ctx, req)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(own.Host.Get(ctx, workKey("member1", cm), work)).To(Succeed())
+			g.Expect(work.DeletionTimestamp).NotTo(BeNil(), "the Work is deleted")
+		}).WithContext(ctx).Should(Succeed())
+	}, SpecTimeout(2*time.Minute))
+})
+
 // laggingWorks lists no Works while hide is set: a cache that has not seen the Works just
 // created.
 type laggingWorks struct {

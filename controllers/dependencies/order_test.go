@@ -84,6 +84,55 @@ var _ = Describe("A preserving workload's binding deleted while the dependencies
 	}, SpecTimeout(2*time.Minute))
 })
 
+// A workload's binding whose policy stopped propagating dependencies while no leader ran the
+// dependencies controller (the soak with sharded managers: the policy changed between a
+// leader's kill and its successor's start) still held DependenciesFinalizer, and the new
+// leader's controller, which looked only at bindings with propagateDeps or requiredBy, never
+// looked at it again: deleted, it stayed for good.
+var _ = Describe("A workload's binding that stopped propagating dependencies while the dependencies controller was away", func() {
+	It("still lets go of it once deleted", func(ctx SpecContext) {
+		own := fleettest.Start(ctx, fleettest.Options{Name: "dependencies-away"})
+		start := func() func() {
+			mgr := own.NewManager()
+			Expect(dependencies.SetupIndexes(context.Background(), mgr)).To(Succeed())
+			deps := dependencies.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("dependencies-distributor"), interpreter.Interpreter{})
+			Expect(deps.SetupWithManager(mgr, 2)).To(Succeed())
+			mctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer GinkgoRecover()
+				defer close(done)
+				Expect(mgr.Start(mctx)).To(Succeed())
+			}()
+			stop := func() { cancel(); <-done }
+			DeferCleanup(stop)
+			return stop
+		}
+		const hold = "test.flotilla.io/binding-controller"
+		ns := "deps-away"
+		parentKey := types.NamespacedName{Namespace: ns, Name: "web-deployment"}
+		parent := preservingWorkload(ctx, own.Host, ns, hold)
+		stop := start()
+		Eventually(func(g Gomega) {
+			g.Expect(own.Host.Get(ctx, parentKey, parent)).To(Succeed())
+			g.Expect(parent.Finalizers).To(ContainElement(wellknown.DependenciesFinalizer))
+		}).WithContext(ctx).WithTimeout(timeout).Should(Succeed())
+		stop()
+
+		By("the policy stops propagating dependencies while the controller is away")
+		Expect(own.Host.Patch(ctx, parent, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"propagateDeps":false}}`)))).To(Succeed())
+		start()
+
+		By("the template is deleted, and the binding controller is done")
+		Expect(own.Host.Delete(ctx, parent)).To(Succeed())
+		Expect(own.Host.Get(ctx, parentKey, parent)).To(Succeed())
+		Expect(own.Host.Patch(ctx, parent, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["`+wellknown.DependenciesFinalizer+`"]}}`)))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(own.Host.Get(ctx, parentKey, &workv1alpha2.ResourceBinding{}))
+		}).WithContext(ctx).WithTimeout(timeout).Should(BeTrue(), "the workload's binding goes")
+	}, SpecTimeout(2*time.Minute))
+})
+
 // preservingWorkload creates, in a new namespace, the ConfigMap cfg, a Deployment web that
 // mounts it, and web's binding as the detector makes it for a policy with propagateDeps that
 // preserves member objects, held by the finalizer hold (the binding controller's, in a

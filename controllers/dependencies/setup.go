@@ -10,11 +10,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 )
 
@@ -45,9 +47,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.waits == nil {
 		r.waits = newWaitlist()
 	}
+	// A binding that still holds DependenciesFinalizer is involved too: its propagateDeps may
+	// have been turned off while no replica ran this controller (a leader change), and only
+	// this controller lets go of it.
 	involved := func(o client.Object) bool {
 		rb, ok := o.(*workv1alpha2.ResourceBinding)
-		return ok && (rb.Spec.PropagateDeps || len(rb.Spec.RequiredBy) > 0)
+		return ok && (rb.Spec.PropagateDeps || len(rb.Spec.RequiredBy) > 0 ||
+			controllerutil.ContainsFinalizer(rb, wellknown.DependenciesFinalizer))
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("dependencies").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).

@@ -94,8 +94,9 @@ type Elector struct {
 	mu sync.Mutex
 	// held are the shards whose Lease this replica holds, with their last renewal.
 	held map[int]time.Time
-	// releasing are the shards being let go of.
-	releasing map[int]bool
+	// releasing are the shards being let go of; stopped, those of them whose work has ended
+	// (their Lease is no longer renewed).
+	releasing, stopped map[int]bool
 	// mismatched is whether a live replica counts its shards differently (tick only).
 	mismatched bool
 }
@@ -127,7 +128,7 @@ func NewElector(set *Set, leases coordinationclient.LeasesGetter, opts ElectorOp
 	return &Elector{
 		set: set, leases: leases.Leases(opts.Namespace), opts: opts,
 		log:  ctrl.Log.WithName("shards").WithValues("identity", opts.Identity),
-		seen: map[string]observation{}, held: map[int]time.Time{}, releasing: map[int]bool{},
+		seen: map[string]observation{}, held: map[int]time.Time{}, releasing: map[int]bool{}, stopped: map[int]bool{},
 	}, nil
 }
 
@@ -220,7 +221,19 @@ func (e *Elector) tick(ctx context.Context) {
 		_, held := e.held[k]
 		releasing := e.releasing[k]
 		e.mu.Unlock()
-		if releasing || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			continue
+		}
+		if releasing {
+			// Being handed over: until the work inside has ended (release then clears the
+			// holder), the Lease is still renewed, or it would expire under work that lasts
+			// longer than it and another replica would take the shard with the work inside.
+			e.mu.Lock()
+			working := held && !e.stopped[k]
+			e.mu.Unlock()
+			if working {
+				e.renew(ctx, k, byName[ShardLease(e.opts.Group, k)], now)
+			}
 			continue
 		}
 		l := byName[ShardLease(e.opts.Group, k)]
@@ -386,6 +399,9 @@ func (e *Elector) lose(k int, why string) {
 // holder so the replica it now belongs to takes it at its next round.
 func (e *Elector) release(ctx context.Context, k int) {
 	e.set.close(k)
+	e.mu.Lock()
+	e.stopped[k] = true
+	e.mu.Unlock()
 	e.log.Info("Stopped work on shard", "shard", k)
 	name := ShardLease(e.opts.Group, k)
 	err := wait.PollUntilContextTimeout(ctx, e.opts.RetryPeriod/4, e.opts.RenewDeadline, true, func(ctx context.Context) (bool, error) {
@@ -411,6 +427,7 @@ func (e *Elector) release(ctx context.Context, k int) {
 	e.mu.Lock()
 	delete(e.held, k)
 	delete(e.releasing, k)
+	delete(e.stopped, k)
 	shardsHeld.Set(float64(len(e.held)))
 	e.mu.Unlock()
 	shardTransitions.WithLabelValues("released").Inc()

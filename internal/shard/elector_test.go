@@ -284,6 +284,38 @@ var _ = Describe("Shard Leases", func() {
 		Expect(occ.violations.Load()).To(BeZero())
 	}, SpecTimeout(time.Minute))
 
+	It("keep a shard handed over until the work inside it ends, however long that takes", func(ctx SpecContext) {
+		occ := &occupancy{}
+		a := startReplica(ctx, "slow", "replica-a", occ)
+		DeferCleanup(a.stop)
+		Eventually(heldAsAssigned(a)).Should(Succeed())
+		want := shard.Assignment(shards, []string{"replica-a", "replica-b"})
+		k := -1
+		for i, owner := range want {
+			if owner == "replica-b" {
+				k = i
+				break
+			}
+		}
+		Expect(k).NotTo(Equal(-1), "the rendezvous of this test's names gives replica-b a shard")
+		By("a reconcile inside the shard that b is to take lasts longer than a lease")
+		enterDone, ok := a.set.Enter(keysByShard()[k])
+		Expect(ok).To(BeTrue())
+		var once sync.Once
+		done := func() { once.Do(enterDone) }
+		DeferCleanup(done) // before a stops, even when the spec fails
+		b := startReplica(ctx, "slow", "replica-b", occ)
+		DeferCleanup(b.stop)
+		// Before, a stopped renewing the Lease when it began to hand the shard over, so b
+		// took it a lease duration later, with a's work still inside.
+		Consistently(func() bool { return b.set.HoldsShard(k) }).WithTimeout(3*leaseDuration).
+			Should(BeFalse(), "b took shard %d while a's work was still inside it", k)
+		done()
+		By("once the work ends, b takes the shard")
+		Eventually(heldAsAssigned(a, b)).Should(Succeed())
+		Expect(occ.violations.Load()).To(BeZero())
+	}, SpecTimeout(time.Minute))
+
 	It("rejects timings where work could go on after another replica may take the shard", func() {
 		_, err := shard.NewElector(shard.NewSet(2), cs.CoordinationV1(), shard.ElectorOptions{Namespace: "default", Group: "g", Identity: "x",
 			LeaseDuration: time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond})

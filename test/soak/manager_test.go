@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -29,10 +30,27 @@ func buildManager(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// managerProc is the manager binary running as its ServiceAccount, one incarnation at a
-// time: SIGKILLed and started again by the chaos.
+// buildAgent builds the Pull agent binary (cmd/agent) into dir.
+func buildAgent(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "agent")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/agent")
+	build.Dir = framework.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the agent: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// managerProc is a binary of the project's running as a process of its own, one incarnation
+// at a time: SIGKILLed and started again by the chaos. It is the manager running as its
+// ServiceAccount (one of the replicas, when sharded), or the Pull member's agent.
 type managerProc struct {
-	bin, kubeconfig, dir string
+	bin, dir string
+	// label names the process in logs and file names: "manager" (unsharded), "manager-a"
+	// (a sharded replica), "agent-member2".
+	label string
+	// args are the process's arguments but for --zap-log-level and --pprof-bind-address.
+	args []string
 
 	cmd *exec.Cmd
 	// pprof has each incarnation serve /debug/pprof on a free 127.0.0.1 port, pprofAddr (the
@@ -45,12 +63,19 @@ type managerProc struct {
 	killed    bool // the exit was ours
 	startedAt time.Time
 	starts    int
+	// killedAt[n] is when incarnation n was SIGKILLed (zero: it was not).
+	killedAt map[int]time.Time
 	// crashes are exits nobody asked for, with the tail of the log.
 	crashes []string
+	// lostLeases are the exits on a lost leader election Lease ("leader election lost"): a
+	// leader-elected process (the sharded replicas, the agent) exits then by design, and the
+	// kubelet restarts it, as the soak does. Not crashes: the agent's member apiserver may be
+	// down longer than its renew deadline, and a loaded machine may hold up a renewal.
+	lostLeases []string
 }
 
 func (m *managerProc) logPath(n int) string {
-	return filepath.Join(m.dir, fmt.Sprintf("manager-%02d.log", n))
+	return filepath.Join(m.dir, fmt.Sprintf("%s-%02d.log", m.label, n))
 }
 
 func (m *managerProc) start() error {
@@ -59,8 +84,7 @@ func (m *managerProc) start() error {
 	if err != nil {
 		return err
 	}
-	args := []string{"--kubeconfig", m.kubeconfig, "--leader-elect=false",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--cluster-probe-interval=1s"}
+	args := slices.Clone(m.args)
 	if m.logLevel != "" {
 		args = append(args, "--zap-log-level="+m.logLevel)
 	}
@@ -103,7 +127,7 @@ func loopbackAddr() (string, error) {
 // post-mortem of a stuck state (what holds a worker), and returns the file's path.
 func (m *managerProc) goroutines() (string, error) {
 	if !m.running() {
-		return "", errors.New("the manager is not running")
+		return "", fmt.Errorf("%s is not running", m.label)
 	}
 	if m.pprofAddr == "" {
 		return "", errors.New("the manager serves no pprof (the long soak's managers do)")
@@ -116,7 +140,7 @@ func (m *managerProc) goroutines() (string, error) {
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("goroutine dump: %s", resp.Status)
 	}
-	path := filepath.Join(m.dir, fmt.Sprintf("manager-%02d-goroutines-%s.txt", m.starts, time.Now().Format("150405")))
+	path := filepath.Join(m.dir, fmt.Sprintf("%s-%02d-goroutines-%s.txt", m.label, m.starts, time.Now().Format("150405")))
 	f, err := os.Create(path)
 	if err != nil {
 		return "", err
@@ -138,8 +162,12 @@ func (m *managerProc) running() bool {
 	case <-m.done:
 		if !m.killed {
 			m.killed = true // record once
-			m.crashes = append(m.crashes, fmt.Sprintf("manager incarnation %d exited on its own (%v); log %s:\n%s",
-				m.starts, m.cmd.ProcessState, m.logPath(m.starts), tail(m.logPath(m.starts), 15)))
+			if last := tail(m.logPath(m.starts), 3); strings.Contains(last, "leader election lost") {
+				m.lostLeases = append(m.lostLeases, fmt.Sprintf("%s incarnation %d", m.label, m.starts))
+				return false
+			}
+			m.crashes = append(m.crashes, fmt.Sprintf("%s incarnation %d exited on its own (%v); log %s:\n%s",
+				m.label, m.starts, m.cmd.ProcessState, m.logPath(m.starts), tail(m.logPath(m.starts), 15)))
 		}
 		return false
 	default:
@@ -155,6 +183,10 @@ func (m *managerProc) kill() {
 	m.killed = true
 	_ = m.cmd.Process.Signal(syscall.SIGKILL)
 	<-m.done
+	if m.killedAt == nil {
+		m.killedAt = map[int]time.Time{}
+	}
+	m.killedAt[m.starts] = time.Now()
 }
 
 // stop asks the manager to stop and waits for it.
@@ -190,7 +222,7 @@ func (m *managerProc) grepLogs(max int, needles ...string) ([]string, int) {
 				if strings.Contains(line, needle) {
 					n++
 					if len(out) < max {
-						out = append(out, fmt.Sprintf("manager-%02d.log: %s", i, truncate(line, 400)))
+						out = append(out, fmt.Sprintf("%s: %s", filepath.Base(m.logPath(i)), truncate(line, 400)))
 					}
 					break
 				}

@@ -18,7 +18,7 @@ import (
 func (s *soaker) restoreAndVerify() {
 	chaosEnd := time.Now()
 	s.runFollowUps(true)
-	s.startManager()
+	s.startAll()
 	s.restarts.Wait()
 	for _, n := range s.m.namespaces {
 		if !n.labelled {
@@ -75,16 +75,27 @@ func (s *soaker) restoreAndVerify() {
 		s.canary()
 	}
 	violations = append(violations, s.stuck...)
-	s.mgr.running() // records a crash of the last incarnation
-	violations = append(violations, s.mgr.crashes...)
-	panics, npanics := s.mgr.grepLogs(5, "Observed a panic", "panic:")
-	if npanics > 0 {
-		violations = append(violations, fmt.Sprintf("%d panic lines in the manager logs, e.g.:\n      %s", npanics, strings.Join(panics, "\n      ")))
+	var panics, forbidden []string
+	var npanics, nforbidden int
+	for _, p := range s.procs() {
+		p.running() // records a crash of the last incarnation
+		violations = append(violations, p.crashes...)
+		lines, n := p.grepLogs(5, "Observed a panic", "panic:")
+		panics, npanics = append(panics, lines...), npanics+n
+		lines, n = p.grepLogs(3, "forbidden")
+		forbidden, nforbidden = append(forbidden, lines...), nforbidden+n
 	}
-	forbidden, nforbidden := s.mgr.grepLogs(3, "forbidden")
+	if s.cfg.sharded() {
+		var shardViolations []string
+		shardViolations, s.shardIntervals, s.shardApplies = s.checkShards()
+		violations = append(violations, shardViolations...)
+	}
+	if npanics > 0 {
+		violations = append(violations, fmt.Sprintf("%d panic lines in the manager (and agent) logs, e.g.:\n      %s", npanics, strings.Join(panics, "\n      ")))
+	}
 	s.t.Log(s.summary(res, restored, converged, violations, nforbidden))
 	if nforbidden > 0 {
-		s.t.Logf("soak: %d manager log lines mention \"forbidden\" (RBAC?), e.g.:\n  %s", nforbidden, strings.Join(forbidden, "\n  "))
+		s.t.Logf("soak: %d manager (and agent) log lines mention \"forbidden\" (RBAC?), e.g.:\n  %s", nforbidden, strings.Join(forbidden, "\n  "))
 	}
 	for _, n := range notes {
 		s.t.Logf("soak: %s", n)
@@ -105,8 +116,8 @@ func (s *soaker) summary(res *result, restored, converged time.Duration, violati
 	if s.cfg.long {
 		mode = "long"
 	}
-	fmt.Fprintf(&b, "\nFlotilla soak summary: seed %d, %s run, %s of chaos, %d members, namespaces %s\n",
-		s.seed, mode, s.cfg.duration, len(memberNames), strings.Join(soakNamespaces, ", "))
+	fmt.Fprintf(&b, "\nFlotilla soak summary: seed %d, %s run, %s of chaos, %d members, namespaces %s\n  modes: %s\n",
+		s.seed, mode, s.cfg.duration, len(memberNames), strings.Join(soakNamespaces, ", "), s.cfg.modes())
 	fmt.Fprintf(&b, "  %-48s %s\n", "operation", "count")
 	total := 0
 	for _, op := range workloadOps {
@@ -114,9 +125,32 @@ func (s *soaker) summary(res *result, restored, converged time.Duration, violati
 		total += s.ops[op.name]
 	}
 	row("all template/policy/override operations", total)
-	row("manager SIGKILLs (and restarts)", s.kills)
-	row("manager incarnations", s.mgr.starts)
-	row("manager crashes (exits not ours)", len(s.mgr.crashes))
+	if s.cfg.sharded() {
+		row("manager SIGKILLs (and restarts): leader / standby", fmt.Sprintf("%d: %d / %d", s.kills, s.leaderKills, s.standbyKills))
+	} else {
+		row("manager SIGKILLs (and restarts)", s.kills)
+	}
+	if s.cfg.sharded() {
+		row("shard intervals, Work applies checked (no overlap)", fmt.Sprintf("%d, %d", s.shardIntervals, s.shardApplies))
+	}
+	starts, crashes := 0, 0
+	for _, p := range s.mgrs {
+		starts, crashes = starts+p.starts, crashes+len(p.crashes)
+	}
+	row("manager incarnations", starts)
+	row("manager crashes (exits not ours)", crashes)
+	if s.cfg.sharded() {
+		var lost []string
+		for _, p := range s.mgrs {
+			lost = append(lost, p.lostLeases...)
+		}
+		row("manager exits on a lost leader Lease (restarted)", fmt.Sprintf("%d %v", len(lost), lost))
+	}
+	if s.agent != nil {
+		row("Pull agent SIGKILLs (and restarts)", s.agentKills)
+		row("Pull agent incarnations, crashes", fmt.Sprintf("%d, %d", s.agent.starts, len(s.agent.crashes)))
+		row("Pull agent exits on a lost leader Lease (restarted)", len(s.agent.lostLeases))
+	}
 	row("member apiserver restarts", fmt.Sprintf("%d (%s down in all)", s.memberRestarts, s.memberDowntime.Round(100*time.Millisecond)))
 	row("member token rotations", s.rotations)
 	row("namespace opt-out / opt-in", s.relabels)
@@ -154,6 +188,9 @@ func (s *soaker) summary(res *result, restored, converged time.Duration, violati
 		row("member objects checked", res.checked)
 		row("kept member objects of unbound templates", res.kept)
 		row("released member objects of deleted templates", res.released)
+	}
+	if s.cfg.churn {
+		row("member Deployments (status churn)", s.churnStats())
 	}
 	row("restore (manager up, opted in, members Ready)", restored.Round(100*time.Millisecond))
 	if converged >= 0 {

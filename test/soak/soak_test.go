@@ -11,9 +11,15 @@
 // FullyApplied, that nothing is stuck on a finalizer and that no Work points at a missing
 // Cluster.
 //
+// Modes (modes_test.go) make the managers three sharded replicas (-soak.shards), the leader
+// or a standby SIGKILLed; member2 a Pull member whose agent the chaos kills too (-soak.pull);
+// and the members full clusters whose kube-controller-manager keeps writing status
+// (-soak.churn).
+//
 // `go test ./test/soak/` (part of `make test`, skipped with -short) runs a short soak of
-// about 90 seconds of chaos; `make soak` runs the long one (-soak.long, 10 minutes unless
-// -soak.duration or FLOTILLA_SOAK_DURATION says otherwise). -soak.seed replays a run.
+// about 90 seconds of chaos, sharded; `make soak` runs the long one (-soak.long, 10 minutes
+// unless -soak.duration or FLOTILLA_SOAK_DURATION says otherwise; SOAK_PROFILE=full for every
+// mode). -soak.seed replays a run.
 package soak
 
 import (
@@ -72,6 +78,10 @@ type config struct {
 	initialTemplatesPerNS                int
 	initialSettle, readyTimeout, restore time.Duration
 	converge                             time.Duration
+	// The modes (see modes_test.go).
+	shards      int
+	pull, churn bool
+	agentKills  int
 }
 
 // durationFromEnv reads FLOTILLA_SOAK_DURATION: a Go duration, or a number of minutes.
@@ -137,6 +147,7 @@ func configure() (config, error) {
 	if *flagConverge > 0 {
 		c.converge = *flagConverge
 	}
+	configureModes(&c)
 	return c, nil
 }
 
@@ -150,10 +161,13 @@ type soaker struct {
 
 	env  *framework.Env
 	host client.Client
-	mgr  *managerProc
-	m    *model
-	rng  *rand.Rand // workload ops
-	erng *rand.Rand // disruption schedule
+	// mgrs are the manager processes: one, or the sharded replicas; agent is the Pull
+	// member's agent (nil without -soak.pull).
+	mgrs  []*managerProc
+	agent *managerProc
+	m     *model
+	rng   *rand.Rand // workload ops
+	erng  *rand.Rand // disruption schedule
 
 	journalW   io.Writer
 	chaosStart time.Time
@@ -182,8 +196,13 @@ type soaker struct {
 	stuckSeen     map[string]bool
 	longWaits     int
 
-	followUps    []deferred
-	startPending bool // the manager was killed and its restart is queued
+	followUps []deferred
+	// pending are the processes killed whose restart is queued.
+	pending                   map[*managerProc]bool
+	leaderKills, standbyKills int // of kills, with sharding
+	agentKills                int
+	// What checkShards read: shard intervals of the replicas, and Work applies (debug logs).
+	shardIntervals, shardApplies int
 }
 
 func TestSoak(t *testing.T) {
@@ -205,14 +224,17 @@ func TestSoak(t *testing.T) {
 		mode = "long"
 		replay = fmt.Sprintf("go test ./test/soak/ -run TestSoak -v -timeout 0 -soak.seed=%d -soak.duration=%s", seed, cfg.duration)
 	}
-	t.Logf("soak: seed %d, %s run, %s of chaos; replay with: %s", seed, mode, cfg.duration, replay)
+	replay += cfg.modeFlags()
+	t.Logf("soak: seed %d, %s run, %s of chaos, %s; replay with: %s", seed, mode, cfg.duration, cfg.modes(), replay)
 
 	dir, err := os.MkdirTemp("", fmt.Sprintf("flotilla-soak-%d-", seed))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = os.Remove(filepath.Join(dir, "manager")) // the binary is never worth keeping
+		// The binaries are never worth keeping.
+		_ = os.Remove(filepath.Join(dir, "manager"))
+		_ = os.Remove(filepath.Join(dir, "agent"))
 		if t.Failed() || *flagKeep {
 			t.Logf("soak: logs, journal and manager logs kept in %s", dir)
 			return
@@ -224,12 +246,13 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { journal.Close() })
-	fmt.Fprintf(journal, "# soak seed %d, %s of chaos. Columns: chaos clock (checkpoint pauses left out; the\n# disruption schedule uses it), wall clock since the chaos began, what was done.\n", seed, cfg.duration)
+	fmt.Fprintf(journal, "# soak seed %d, %s of chaos, %s. Columns: chaos clock (checkpoint pauses left out; the\n# disruption schedule uses it), wall clock since the chaos began, what was done.\n", seed, cfg.duration, cfg.modes())
 
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration+20*time.Minute)
 	defer cancel()
 	s := &soaker{t: t, ctx: ctx, cfg: cfg, seed: seed, dir: dir, journalW: journal,
-		rng: rand.New(rand.NewPCG(seed, 1)), erng: rand.New(rand.NewPCG(seed, 2)), ops: map[string]int{}, stuckSeen: map[string]bool{}}
+		rng: rand.New(rand.NewPCG(seed, 1)), erng: rand.New(rand.NewPCG(seed, 2)), ops: map[string]int{}, stuckSeen: map[string]bool{},
+		pending: map[*managerProc]bool{}}
 	s.setUp()
 	s.populate()
 	s.chaos()
@@ -277,14 +300,18 @@ func (s *soaker) setUp() {
 	}
 	t.Cleanup(func() { fleetLog.Close() })
 
-	var bin string
+	var bin, agentBin string
 	var buildErr error
 	built := make(chan struct{})
 	go func() {
 		defer close(built)
 		bin, buildErr = buildManager(s.ctx, s.dir)
+		if buildErr == nil && s.cfg.pull {
+			agentBin, buildErr = buildAgent(s.ctx, s.dir)
+		}
 	}()
-	env, err := framework.StartFleetWith(s.ctx, localcluster.Options{ControllerManager: true}, localcluster.DefaultMembers(len(memberNames), false), fleetLog)
+	// With status churn the members are full clusters, as the e2e's.
+	env, err := framework.StartFleetWith(s.ctx, localcluster.Options{ControllerManager: true}, localcluster.DefaultMembers(len(memberNames), s.cfg.churn), fleetLog)
 	<-built
 	if err != nil {
 		t.Fatal(err)
@@ -304,20 +331,32 @@ func (s *soaker) setUp() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.mgr = &managerProc{bin: bin, kubeconfig: kubeconfig, dir: s.dir, pprof: s.cfg.long, logLevel: *flagLogLevel}
-	if err := s.mgr.start(); err != nil {
-		t.Fatal(err)
+	s.newManagers(bin, kubeconfig)
+	for _, p := range s.mgrs {
+		if err := p.start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.stop)
 	}
-	t.Cleanup(s.mgr.stop)
 	for _, m := range memberNames {
+		if s.cfg.pull && m == pullMember {
+			continue
+		}
 		if err := env.Join(s.ctx, m); err != nil {
 			t.Fatalf("joining %s: %v", m, err)
 		}
 	}
+	if s.cfg.pull {
+		// Stopped before the managers (cleanups run last first), and before the fleet.
+		if err := s.startAgent(agentBin); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.agent.stop)
+	}
 	if err := s.waitClustersReady(s.cfg.readyTimeout); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("soak: fleet up, manager running, %d members joined and Ready in %s", len(memberNames), time.Since(began).Round(time.Second))
+	t.Logf("soak: fleet up (%s), managers running, %d members joined and Ready in %s", s.cfg.modes(), len(memberNames), time.Since(began).Round(time.Second))
 }
 
 func (s *soaker) waitClustersReady(timeout time.Duration) error {
@@ -446,6 +485,7 @@ const (
 	evRotate  = "rotate member token"
 	evRelabel = "opt namespace out and in"
 	evRejoin  = "unjoin member and join it again"
+	evAgent   = "kill Pull agent"
 )
 
 // schedule draws the disruptions: each kind its count, at uniform random times between 5%
@@ -463,11 +503,14 @@ func (s *soaker) schedule() []disruption {
 	between := func(a, b time.Duration) func() time.Duration {
 		return func() time.Duration { return a + time.Duration(s.erng.Int64N(int64(b-a))) }
 	}
-	add(evKill, s.cfg.kills, between(0, 3*time.Second), 1)
+	// With sharding, an even target kills the leader, an odd one a standby.
+	add(evKill, s.cfg.kills, between(0, 3*time.Second), 4)
 	add(evRestart, s.cfg.memberRestarts, between(2*time.Second, 6*time.Second), len(memberNames))
 	add(evRotate, s.cfg.rotations, between(0, time.Millisecond), len(memberNames))
 	add(evRelabel, s.cfg.relabels, between(2*time.Second, 10*time.Second), len(soakNamespaces))
 	add(evRejoin, s.cfg.rejoins, between(0, 5*time.Second), len(memberNames))
+	// Drawn last: without -soak.pull the schedule is what it was.
+	add(evAgent, s.cfg.agentKills, between(0, 5*time.Second), 1)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].at < out[j].at })
 	return out
 }
@@ -478,8 +521,8 @@ func (s *soaker) chaos() {
 		s.journal("scheduled at %s: %s (target %d, length %s)", e.at.Round(time.Millisecond), e.kind, e.target, e.length.Round(time.Millisecond))
 	}
 	s.chaosStart = time.Now()
-	s.t.Logf("soak: chaos for %s: %d manager kills, %d member apiserver restarts, %d token rotations, %d namespace opt-outs, %d unjoins and joins scheduled",
-		s.cfg.duration, s.cfg.kills, s.cfg.memberRestarts, s.cfg.rotations, s.cfg.relabels, s.cfg.rejoins)
+	s.t.Logf("soak: chaos for %s: %d manager kills, %d member apiserver restarts, %d token rotations, %d namespace opt-outs, %d unjoins and joins, %d agent kills scheduled",
+		s.cfg.duration, s.cfg.kills, s.cfg.memberRestarts, s.cfg.rotations, s.cfg.relabels, s.cfg.rejoins, s.cfg.agentKills)
 	nextCheckpoint := s.cfg.checkpointEvery
 	nextProgress := 30 * time.Second
 	for {
@@ -489,10 +532,8 @@ func (s *soaker) chaos() {
 			break
 		}
 		s.runFollowUps(false)
-		if !s.startPending && !s.mgr.running() {
-			// Crashed on its own: recorded by running(); bring it back.
-			s.startManager()
-		}
+		// Crashed on its own: recorded by running(); bring it back.
+		s.restartDown()
 		for len(events) > 0 && events[0].at <= now {
 			e := events[0]
 			events = events[1:]
@@ -547,14 +588,9 @@ func insert(events []disruption, e disruption) []disruption {
 func (s *soaker) disrupt(e disruption) (time.Duration, bool) {
 	switch e.kind {
 	case evKill:
-		if !s.mgr.running() {
-			return 2 * time.Second, true
-		}
-		s.mgr.kill()
-		s.kills++
-		s.startPending = true
-		s.journal("SIGKILL manager (kill %d), down for %s", s.kills, e.length.Round(time.Millisecond))
-		s.later(e.length, func() { s.startManager() })
+		return s.killManager(e)
+	case evAgent:
+		return s.killAgent(e)
 	case evRestart, evRejoin:
 		// One member is disrupted at a time.
 		s.downMu.Lock()
@@ -566,14 +602,11 @@ func (s *soaker) disrupt(e disruption) (time.Duration, bool) {
 		if e.kind == evRestart {
 			s.restartMember(memberNames[e.target], e.length)
 		} else {
-			s.rejoin(memberNames[e.target], e.length)
+			s.rejoin(s.pushMember(e.target, ""), e.length)
 		}
 	case evRotate:
-		name := memberNames[e.target]
 		s.downMu.Lock()
-		if s.down == name {
-			name = memberNames[(e.target+1)%len(memberNames)]
-		}
+		name := s.pushMember(e.target, s.down)
 		s.downMu.Unlock()
 		ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
 		err := s.env.Join(ctx, name)
@@ -629,17 +662,6 @@ func (s *soaker) runFollowUps(force bool) {
 		}
 	}
 	s.followUps = rest
-}
-
-func (s *soaker) startManager() {
-	s.startPending = false
-	if s.mgr.running() {
-		return
-	}
-	if err := s.mgr.start(); err != nil {
-		s.t.Fatalf("soak harness: starting the manager: %v", err)
-	}
-	s.journal("start manager (incarnation %d)", s.mgr.starts)
 }
 
 func (s *soaker) setOptIn(ns string, in bool) {
@@ -737,8 +759,8 @@ func (s *soaker) checkpoint() bool {
 	for _, n := range s.m.namespaces {
 		unlabelled = unlabelled || !n.labelled
 	}
-	if down != "" || unlabelled || !s.mgr.running() || time.Since(s.mgr.startedAt) < 2*time.Second {
-		s.journal("checkpoint skipped (member down %q, namespace opted out %v, manager up %v)", down, unlabelled, s.mgr.running())
+	if settled := s.procsSettled(); down != "" || unlabelled || !settled {
+		s.journal("checkpoint skipped (member down %q, namespace opted out %v, managers and agent up for long enough %v)", down, unlabelled, settled)
 		return false
 	}
 	s.checkpoints++
@@ -774,10 +796,12 @@ func (s *soaker) checkpoint() bool {
 				s.journal("  STUCK: %s", v)
 			}
 			// What the manager's workers are doing tells a worker held up from one never asked.
-			if path, err := s.mgr.goroutines(); err != nil {
-				s.journal("  no goroutine dump of the manager: %v", err)
-			} else {
-				s.journal("  goroutines of the manager: %s", path)
+			for _, p := range s.mgrs {
+				if path, err := p.goroutines(); err != nil {
+					s.journal("  no goroutine dump of %s: %v", p.label, err)
+				} else {
+					s.journal("  goroutines of %s: %s", p.label, path)
+				}
 			}
 		}
 	}
