@@ -45,7 +45,9 @@ func TestCheckShards(t *testing.T) {
 	b := &managerProc{label: "manager-b", dir: dir, starts: 1}
 	s.mgrs = []*managerProc{a, b}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	at := func(sec float64) string { return t0.Add(time.Duration(sec * float64(time.Second))).Format(time.RFC3339Nano) }
+	at := func(sec float64) string {
+		return t0.Add(time.Duration(sec * float64(time.Second))).Format(time.RFC3339Nano)
+	}
 	line := func(sec float64, msg string, k int) string {
 		return fmt.Sprintf(`{"level":"info","ts":%q,"logger":"shards","msg":%q,"shard":%d}`, at(sec), msg, k)
 	}
