@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -40,6 +41,11 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	env, err = framework.StartFleet(ctx, localcluster.DefaultMembers(3, true), GinkgoWriter)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Fleet.Stop)
+
+	// Cluster API's CRDs on the host before the manager starts: it then joins the Cluster API
+	// Clusters labelled for the fleet (test/e2e/inventory_test.go).
+	_, err = env.Fleet.Host.InstallCRDs(ctx, filepath.Join(framework.RepoRoot(), "controllers", "capijoin", "testdata"))
+	Expect(err).NotTo(HaveOccurred())
 
 	cfg, err := env.ManagerConfig(ctx)
 	Expect(err).NotTo(HaveOccurred())
