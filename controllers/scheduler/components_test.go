@@ -68,7 +68,7 @@ var _ = Describe("Multi-component workloads", func() {
 
 		By("scaling the taskmanagers past every cluster's capacity")
 		rb = get(ctx, ns, "wordcount")
-		rb.Spec.Components = flinkComponents(10) // 21 cpu
+		rb.Spec.Components = flinkComponents(12) // 25 cpu; 9 more taskmanagers need 18 where it runs
 		Expect(c.Update(ctx, rb)).To(Succeed())
 		Eventually(func(g Gomega) {
 			rb := get(ctx, ns, "wordcount")
@@ -76,8 +76,8 @@ var _ = Describe("Multi-component workloads", func() {
 			g.Expect(cond).NotTo(BeNil())
 			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(cond.Reason).To(Equal(wellknown.ReasonBindingUnschedulable))
-			g.Expect(cond.Message).To(ContainSubstring("cannot hold one set of the components (jobmanager 1, taskmanager 10): cpu short by 5 (set needs 21, 16 free)"))
-			g.Expect(cond.Message).To(ContainSubstring("cpu short by 17 (set needs 21, 4 free)"))
+			g.Expect(cond.Message).To(ContainSubstring("cannot hold the replicas added to the components it runs (jobmanager 0, taskmanager 9): cpu short by 2 (set needs 18, 16 free)"))
+			g.Expect(cond.Message).To(ContainSubstring("cannot hold one set of the components (jobmanager 1, taskmanager 12): cpu short by 21 (set needs 25, 4 free)"))
 			g.Expect(rb.Spec.Clusters).To(Equal([]workv1alpha2.TargetCluster{{Name: "flink-big", Components: whole(3)}}), "the running set stays where it is")
 		}).WithTimeout(20 * time.Second).Should(Succeed())
 
@@ -85,7 +85,7 @@ var _ = Describe("Multi-component workloads", func() {
 		setCPU(ctx, "flink-big", "32")
 		Eventually(func(g Gomega) {
 			rb := get(ctx, ns, "wordcount")
-			g.Expect(rb.Spec.Clusters).To(Equal([]workv1alpha2.TargetCluster{{Name: "flink-big", Components: whole(10)}}))
+			g.Expect(rb.Spec.Clusters).To(Equal([]workv1alpha2.TargetCluster{{Name: "flink-big", Components: whole(12)}}))
 			g.Expect(meta.IsStatusConditionTrue(rb.Status.Conditions, wellknown.ConditionScheduled)).To(BeTrue())
 		}).WithTimeout(20 * time.Second).Should(Succeed())
 	})

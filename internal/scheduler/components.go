@@ -132,15 +132,46 @@ func describeComponents(components []workv1alpha2.Component) string {
 	return strings.Join(parts, ", ")
 }
 
-// componentFilter rejects clusters that cannot hold one complete set of the components.
+// componentFilter rejects clusters that cannot hold one complete set of the components. A
+// cluster the binding is already on runs a set whose requests its free capacity no longer
+// counts, so there only the replicas added since (a scaled-up component) must fit.
 func componentFilter(spec *workv1alpha2.ResourceBindingSpec) framework.Filter {
-	prefix := fmt.Sprintf("cannot hold one set of the components (%s): ", describeComponents(spec.Components))
+	set := describeComponents(spec.Components)
+	placed := make(map[string][]workv1alpha2.ComponentReplicas, len(spec.Clusters))
+	for _, tc := range spec.Clusters {
+		placed[tc.Name] = tc.Components
+	}
 	return func(c *clusterv1alpha1.Cluster) string {
-		if short := ComponentShortfall(c, spec.Components); short != "" {
-			return prefix + short
+		running, ok := placed[c.Name]
+		if !ok {
+			if short := ComponentShortfall(c, spec.Components); short != "" {
+				return fmt.Sprintf("cannot hold one set of the components (%s): %s", set, short)
+			}
+			return ""
+		}
+		added := addedReplicas(spec.Components, running)
+		if short := ComponentShortfall(c, added); short != "" {
+			return fmt.Sprintf("cannot hold the replicas added to the components it runs (%s): %s", describeComponents(added), short)
 		}
 		return ""
 	}
+}
+
+// addedReplicas returns, per component, the replicas beyond those running (0 when none are
+// added), with the component's per-replica requirements.
+func addedReplicas(components []workv1alpha2.Component, running []workv1alpha2.ComponentReplicas) []workv1alpha2.Component {
+	out := make([]workv1alpha2.Component, len(components))
+	for i, c := range components {
+		var have int32
+		for _, r := range running {
+			if r.Name == c.Name {
+				have = r.Replicas
+			}
+		}
+		out[i] = c
+		out[i].Replicas = max(c.Replicas-max(have, 0), 0)
+	}
+	return out
 }
 
 // componentReplicas is every component with all its replicas, for TargetCluster.components.

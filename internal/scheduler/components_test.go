@@ -174,6 +174,46 @@ func TestScheduleComponents(t *testing.T) {
 			}(),
 		},
 		{
+			name: "a cluster already running the set keeps it though its free capacity no longer holds another",
+			spec: func() *workv1alpha2.ResourceBindingSpec {
+				s := flinkSpec(3, nil)
+				s.Clusters = []workv1alpha2.TargetCluster{wholeSet("full", 3)}
+				return s
+			}(),
+			clusters: []*clusterv1alpha1.Cluster{flinkCluster("full", cpuMem("1", "1Gi")), medium},
+			want:     []workv1alpha2.TargetCluster{wholeSet("full", 3), wholeSet("medium", 3)},
+		},
+		{
+			name: "scaling up where it runs: only the added replicas must fit",
+			spec: func() *workv1alpha2.ResourceBindingSpec {
+				s := flinkSpec(5, divided("", nil))
+				s.Clusters = []workv1alpha2.TargetCluster{wholeSet("running", 3)}
+				return s
+			}(),
+			clusters: []*clusterv1alpha1.Cluster{flinkCluster("running", cpuMem("4", "4Gi")), large},
+			want:     []workv1alpha2.TargetCluster{wholeSet("running", 5)},
+		},
+		{
+			name: "scaling up where it runs, past its free capacity: the set moves",
+			spec: func() *workv1alpha2.ResourceBindingSpec {
+				s := flinkSpec(6, divided("", nil))
+				s.Clusters = []workv1alpha2.TargetCluster{wholeSet("running", 3)}
+				return s
+			}(),
+			clusters: []*clusterv1alpha1.Cluster{flinkCluster("running", cpuMem("4", "64Gi")), large},
+			want:     []workv1alpha2.TargetCluster{wholeSet("large", 6)},
+		},
+		{
+			name: "scaling up where it runs, nowhere room: the shortfall is of the added replicas",
+			spec: func() *workv1alpha2.ResourceBindingSpec {
+				s := flinkSpec(6, divided("", nil))
+				s.Clusters = []workv1alpha2.TargetCluster{wholeSet("running", 3)}
+				return s
+			}(),
+			clusters: []*clusterv1alpha1.Cluster{flinkCluster("running", cpuMem("4", "64Gi"))},
+			wantErr:  "0/1 clusters are available: 1 cannot hold the replicas added to the components it runs (jobmanager 0, taskmanager 3): cpu short by 2 (set needs 6, 4 free)",
+		},
+		{
 			name:     "invalid replica scheduling type",
 			spec:     flinkSpec(3, &policyv1alpha1.ReplicaSchedulingStrategy{ReplicaSchedulingType: "Sideways"}),
 			clusters: []*clusterv1alpha1.Cluster{large},

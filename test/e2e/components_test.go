@@ -186,7 +186,7 @@ var _ = Describe("Multi-component workloads", func() {
 			t := &unstructured.Unstructured{}
 			t.SetGroupVersionKind(gvk)
 			g.Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(job), t)).To(Succeed())
-			g.Expect(unstructured.SetNestedField(t.Object, "100000", "spec", "taskManager", "cpu")).To(Succeed())
+			g.Expect(unstructured.SetNestedField(t.Object, int64(1000000), "spec", "taskManager", "replicas")).To(Succeed())
 			g.Expect(env.Host.Update(ctx, t)).To(Succeed())
 		}).WithContext(ctx).Should(Succeed())
 		Eventually(func(g Gomega) {
@@ -195,8 +195,11 @@ var _ = Describe("Multi-component workloads", func() {
 			g.Expect(cond).NotTo(BeNil())
 			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse), "%+v", cond)
 			g.Expect(cond.Message).To(HavePrefix("0/2 clusters are available: "))
-			g.Expect(cond.Message).To(ContainSubstring("cannot hold one set of the components (jobmanager 1, taskmanager 3): cpu short by"))
-			g.Expect(cond.Message).To(MatchRegexp(`cpu short by \S+ \(set needs 300000100m, \S+ free\)`))
+			// The member running the job must hold the added replicas; the other one the whole set.
+			g.Expect(cond.Message).To(MatchRegexp(`cannot hold the replicas added to the components it runs \(jobmanager 0, taskmanager 999997\): ` +
+				`cpu short by \S+ \(set needs 199999400m, \S+ free\), pods short by \S+ \(set needs 999997, \S+ free\)`))
+			g.Expect(cond.Message).To(MatchRegexp(`cannot hold one set of the components \(jobmanager 1, taskmanager 1000000\): ` +
+				`cpu short by \S+ \(set needs 200000100m, \S+ free\), pods short by \S+ \(set needs 1000001, \S+ free\)`))
 			g.Expect(rb.Spec.Clusters).To(HaveLen(1), "the running job stays where it is")
 			g.Expect(rb.Spec.Clusters[0].Name).To(Equal(placedOn))
 		}).WithContext(ctx).Should(Succeed())
