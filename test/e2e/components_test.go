@@ -194,7 +194,7 @@ var _ = Describe("Multi-component workloads", func() {
 			cond := meta.FindStatusCondition(rb.Status.Conditions, wellknown.ConditionScheduled)
 			g.Expect(cond).NotTo(BeNil())
 			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse), "%+v", cond)
-			g.Expect(cond.Message).To(HavePrefix("0/2 clusters are available: "))
+			g.Expect(cond.Message).To(HavePrefix("0/3 clusters are available: "), "member3 is outside the affinity")
 			// The member running the job must hold the added replicas; the other one the whole set.
 			g.Expect(cond.Message).To(MatchRegexp(`cannot hold the replicas added to the components it runs \(jobmanager 0, taskmanager 999997\): ` +
 				`cpu short by \S+ \(set needs 199999400m, \S+ free\), pods short by \S+ \(set needs 999997, \S+ free\)`))
