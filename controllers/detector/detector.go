@@ -585,7 +585,9 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	if err != nil {
 		return false, fmt.Errorf("reading the components of %s: %w", key, err)
 	}
-	if divided(policySide.Placement) && !r.Interpreter.HasReplicas(full) {
+	// A multi-component workload is not divided either, but the scheduler places its whole set
+	// on one cluster (not every cluster): no warning for it.
+	if divided(policySide.Placement) && !r.Interpreter.HasReplicas(full) && len(components) == 0 {
 		r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, wellknown.EventReasonReplicasNotDivided, "Propagate",
 			"%s places it Divided, but Flotilla does not know the replicas of %s: every cluster gets it whole, as Duplicated. "+
 				"A ResourceInterpreterCustomization with a replicaResource script makes the kind divisible", p, key.GVK.GroupKind())

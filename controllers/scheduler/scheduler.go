@@ -231,11 +231,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // Duplicated reports whether every chosen cluster gets the whole template: a nil or
-// Duplicated replicaScheduling, or a template without replicas.
+// Duplicated replicaScheduling, or a template without replicas. A multi-component workload
+// (spec.components) is Duplicated only by its placement: Divided puts its whole set on one
+// cluster, whatever spec.replicas says.
 func Duplicated(spec *workv1alpha2.ResourceBindingSpec) bool {
 	p := spec.Placement
-	return spec.Replicas == 0 || p == nil || p.ReplicaScheduling == nil ||
-		p.ReplicaScheduling.ReplicaSchedulingType == policyv1alpha1.ReplicaSchedulingTypeDuplicated
+	if p == nil || p.ReplicaScheduling == nil || p.ReplicaScheduling.ReplicaSchedulingType == policyv1alpha1.ReplicaSchedulingTypeDuplicated {
+		return true
+	}
+	return spec.Replicas == 0 && !scheduler.HasComponents(spec)
 }
 
 func suspended(spec *workv1alpha2.ResourceBindingSpec) bool {
@@ -246,12 +250,12 @@ func sameClusters(a, b []workv1alpha2.TargetCluster) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	names := make(map[string]int32, len(a))
+	names := make(map[string]workv1alpha2.TargetCluster, len(a))
 	for _, tc := range a {
-		names[tc.Name] = tc.Replicas
+		names[tc.Name] = tc
 	}
 	for _, tc := range b {
-		if r, ok := names[tc.Name]; !ok || r != tc.Replicas {
+		if was, ok := names[tc.Name]; !ok || was.Replicas != tc.Replicas || !slices.Equal(was.Components, tc.Components) {
 			return false
 		}
 	}
@@ -463,7 +467,15 @@ func describe(tcs []workv1alpha2.TargetCluster) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s (%d)", tc.Name, tc.Replicas)
+		if len(tc.Components) == 0 {
+			fmt.Fprintf(&b, "%s (%d)", tc.Name, tc.Replicas)
+			continue
+		}
+		parts := make([]string, len(tc.Components))
+		for j, cr := range tc.Components {
+			parts[j] = fmt.Sprintf("%s %d", cr.Name, cr.Replicas)
+		}
+		fmt.Fprintf(&b, "%s (%s)", tc.Name, strings.Join(parts, ", "))
 	}
 	return b.String()
 }

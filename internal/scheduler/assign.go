@@ -54,12 +54,18 @@ func assignMode(spec *workv1alpha2.ResourceBindingSpec, placement *policyv1alpha
 
 // needsCapacity reports whether the division needs each cluster's free capacity.
 func needsCapacity(state *framework.CycleState) bool {
+	if HasComponents(state.Spec) {
+		return false // the capacity of sets is computed apart (components.go)
+	}
 	m, err := assignMode(state.Spec, state.Placement)
 	return err == nil && (m == dynamicWeight || m == aggregated)
 }
 
 // assign gives each selected cluster its replicas.
 func (s *Scheduler) assign(state *framework.CycleState, selected []framework.Candidate) ([]workv1alpha2.TargetCluster, error) {
+	if HasComponents(state.Spec) {
+		return assignComponents(state, selected)
+	}
 	m, err := assignMode(state.Spec, state.Placement)
 	if err != nil {
 		return nil, err

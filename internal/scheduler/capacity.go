@@ -18,13 +18,19 @@ import (
 // Capacity that has not been reported counts as none: a cluster without a resourceSummary
 // holds 0. With no requests and no pod limit the result is math.MaxInt32.
 func AvailableReplicas(c *clusterv1alpha1.Cluster, request corev1.ResourceList) int32 {
+	return availableUnits(c, request, podSlot)
+}
+
+// availableUnits is AvailableReplicas for units that each request request and take pods pod
+// slots (a replica takes one; a set of components takes one per replica of every component).
+func availableUnits(c *clusterv1alpha1.Cluster, request corev1.ResourceList, pods resource.Quantity) int32 {
 	rs := c.Status.ResourceSummary
 	if rs == nil {
 		return 0
 	}
 	n := int64(math.MaxInt32)
-	if _, ok := rs.Allocatable[corev1.ResourcePods]; ok {
-		n = min(n, fits(rs, corev1.ResourcePods, podSlot))
+	if _, ok := rs.Allocatable[corev1.ResourcePods]; ok && pods.Sign() > 0 {
+		n = min(n, fits(rs, corev1.ResourcePods, pods))
 	}
 	for name, req := range request {
 		if name == corev1.ResourcePods || req.Sign() <= 0 {

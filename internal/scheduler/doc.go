@@ -92,6 +92,18 @@
 //   - SpreadConstraint (filter and select): placement.spreadConstraints.
 //   - ClusterLocality (score): the clusters the binding is already on score highest.
 //
+// # Multi-component workloads
+//
+// A binding with spec.components (a customization's componentResource: a Flink job's
+// jobmanager and taskmanagers) is placed whole, as Karmada's multiple pod templates
+// scheduling does: every chosen cluster runs every component with all its replicas, and a
+// cluster is feasible only if one complete set fits its free capacity (the ComponentCapacity
+// filter, which cannot be turned off; its rejection says which resource is short and by how
+// much). Duplicated sends the set to every selected cluster. Divided does not split the
+// components across clusters: the set goes to one cluster, the one it is on while still
+// feasible, else the best scored, then the one with room for the most sets. Each target's
+// components list the replicas per component; its replicas stay spec.replicas.
+//
 // # Your own plugin
 //
 // Implement framework.Plugin (a unique Name) and at least one of framework.FilterPlugin,

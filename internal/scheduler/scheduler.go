@@ -269,6 +269,9 @@ func (s *Scheduler) filter(state *framework.CycleState, clusters []*clusterv1alp
 			filters = append(filters, namedFilter{p.Name(), f})
 		}
 	}
+	if HasComponents(state.Spec) {
+		filters = append(filters, namedFilter{ComponentCapacityFilter, componentFilter(state.Spec)})
+	}
 	feasible := make([]framework.Candidate, 0, len(clusters))
 	var rejections []Rejection
 next:
@@ -308,7 +311,10 @@ func (s *Scheduler) score(state *framework.CycleState, candidates []framework.Ca
 			c.Score += min(max(score(c.Cluster), 0), framework.MaxScore)
 		}
 		c.Rank = state.Rank(c.Cluster.Name)
-		if state.CapacityAware {
+		switch {
+		case HasComponents(state.Spec):
+			c.Available = AvailableComponentSets(c.Cluster, state.Spec.Components)
+		case state.CapacityAware:
 			c.Available = AvailableReplicas(c.Cluster, request)
 		}
 	}

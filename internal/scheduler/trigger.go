@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -120,6 +122,9 @@ func rescheduleTriggered(spec *workv1alpha2.ResourceBindingSpec, status *workv1a
 }
 
 func replicasChanged(spec *workv1alpha2.ResourceBindingSpec) string {
+	if HasComponents(spec) {
+		return componentsChanged(spec)
+	}
 	m, err := assignMode(spec, placementOrEmpty(spec))
 	if err != nil {
 		return "" // Schedule reports an invalid placement; a reschedule changes nothing.
@@ -224,4 +229,28 @@ func placementOrEmpty(spec *workv1alpha2.ResourceBindingSpec) *policyv1alpha1.Pl
 		return &policyv1alpha1.Placement{}
 	}
 	return spec.Placement
+}
+
+// componentsChanged returns why the placed components no longer match spec.components: every
+// target cluster holds the whole set (see components.go), so a scaled, added or removed
+// component is placed again, and checked against capacity again.
+func componentsChanged(spec *workv1alpha2.ResourceBindingSpec) string {
+	want := componentReplicas(spec.Components)
+	for _, tc := range spec.Clusters {
+		if !slices.Equal(tc.Components, want) {
+			return fmt.Sprintf("components changed: cluster %s has %s, spec.components are %s", tc.Name, describeReplicas(tc.Components), describeReplicas(want))
+		}
+	}
+	return ""
+}
+
+func describeReplicas(rs []workv1alpha2.ComponentReplicas) string {
+	if len(rs) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%s %d", r.Name, r.Replicas)
+	}
+	return strings.Join(parts, ", ")
 }
