@@ -192,6 +192,10 @@ const (
 	WorkConditionAvailable = "Available"
 	// ConditionOverridden says whether a binding's overrides could be rendered.
 	ConditionOverridden = "Overridden"
+	// ConditionInterpreted says whether the template's replicas, requirements and components
+	// could be read for its binding; False names the customization, the operation and the line.
+	// It is written once something failed (True is the default).
+	ConditionInterpreted = "Interpreted"
 )
 
 // Condition reasons.
@@ -215,6 +219,9 @@ const (
 
 	ReasonOverrideFailed    = "OverrideFailed"
 	ReasonOverrideSucceeded = "OverrideSucceeded"
+
+	ReasonInterpreterFailed = "InterpreterFailed"
+	ReasonInterpreted       = "Interpreted"
 )
 
 // Event reasons.

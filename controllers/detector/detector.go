@@ -16,6 +16,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -93,6 +94,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=policy.karmada.io,resources=propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings;clusterresourcebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings/status;clusterresourcebindings/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -192,6 +194,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 	if err != nil {
 		r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, wellknown.EventReasonApplyPolicyFailed, "Propagate",
 			"Cannot apply %s: %v", p, err)
+		if ie := (*interpretError)(nil); errors.As(err, &ie) {
+			// The binding keeps its last good spec, and says why it is not current.
+			return ctrl.Result{}, errors.Join(err, r.setInterpreted(ctx, rb, ie))
+		}
+		return ctrl.Result{}, err
+	}
+	if err := r.setInterpreted(ctx, rb, nil); err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -209,6 +218,45 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 		r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, wellknown.EventReasonApplyPolicySucceed, "Propagate", msg)
 	}
 	return ctrl.Result{}, nil
+}
+
+// FieldOwner owns the conditions the detector writes on bindings (Interpreted).
+const FieldOwner = "flotilla-detector"
+
+// interpretError is a failure to read a template's replicas, requirements or components: a
+// customization's script that failed, timed out or returned the wrong shape (its message names
+// the customization, the operation and the line).
+type interpretError struct{ err error }
+
+func (e *interpretError) Error() string { return e.err.Error() }
+func (e *interpretError) Unwrap() error { return e.err }
+
+// setInterpreted records on the template's binding (rb as read; nil: none yet) whether its
+// template could be interpreted: False with the failure, True again once it can. Nothing is
+// written while it never failed, nor when the condition already says so.
+func (r *Reconciler) setInterpreted(ctx context.Context, rb client.Object, failure error) error {
+	if rb == nil || rb.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	status := bindings.Status(rb)
+	cond := metav1.Condition{Type: wellknown.ConditionInterpreted, Status: metav1.ConditionTrue,
+		Reason: wellknown.ReasonInterpreted, Message: "The template's replicas, requirements and components were read", ObservedGeneration: rb.GetGeneration()}
+	if failure != nil {
+		cond.Status, cond.Reason = metav1.ConditionFalse, wellknown.ReasonInterpreterFailed
+		msg := failure.Error()
+		if len(msg) > 32*1024 {
+			msg = msg[:32*1024]
+		}
+		cond.Message = msg
+	}
+	old := meta.FindStatusCondition(status.Conditions, cond.Type)
+	if (failure == nil && (old == nil || old.Status == metav1.ConditionTrue)) ||
+		(old != nil && old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message) {
+		return nil
+	}
+	return client.IgnoreNotFound(bindings.ApplyStatus(ctx, r.Client, rb, FieldOwner, map[string]any{
+		"conditions": []metav1.Condition{bindings.Condition(status.Conditions, cond)},
+	}))
 }
 
 // retryOn turns the detector's retry errors into a requeue: errRetry looks again once the
@@ -579,11 +627,11 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	}
 	replicas, req, err := r.Interpreter.GetReplicas(full)
 	if err != nil {
-		return false, fmt.Errorf("reading replicas of %s: %w", key, err)
+		return false, &interpretError{fmt.Errorf("reading replicas of %s: %w", key, err)}
 	}
 	components, err := r.Interpreter.Components(full)
 	if err != nil {
-		return false, fmt.Errorf("reading the components of %s: %w", key, err)
+		return false, &interpretError{fmt.Errorf("reading the components of %s: %w", key, err)}
 	}
 	// A multi-component workload is not divided either, but the scheduler places its whole set
 	// on one cluster (not every cluster): no warning for it.
