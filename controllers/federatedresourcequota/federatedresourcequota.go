@@ -13,6 +13,7 @@ package federatedresourcequota
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -250,9 +251,15 @@ func (r *Reconciler) finalize(ctx context.Context, q *policyv1alpha1.FederatedRe
 	return client.IgnoreNotFound(r.Client.Patch(ctx, q, client.MergeFrom(before)))
 }
 
+// manifestsEqual compares manifests as JSON values: the apiserver may store them with keys
+// in another order.
 func manifestsEqual(a, b []workv1alpha1.Manifest) bool {
 	return slices.EqualFunc(a, b, func(x, y workv1alpha1.Manifest) bool {
-		return equality.Semantic.DeepEqual(x.Raw, y.Raw)
+		var u, v any
+		if json.Unmarshal(x.Raw, &u) != nil || json.Unmarshal(y.Raw, &v) != nil {
+			return false
+		}
+		return equality.Semantic.DeepEqual(u, v)
 	})
 }
 
