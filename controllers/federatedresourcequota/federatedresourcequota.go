@@ -219,7 +219,7 @@ func (r *Reconciler) report(ctx context.Context, q *policyv1alpha1.FederatedReso
 	if was == string(rep.Ready.Status) {
 		return nil
 	}
-	typ, reason := corev1.EventTypeNormal, policyv1alpha1.EventReasonQuotaSynced
+	typ, reason := corev1.EventTypeNormal, policyv1alpha1.EventReasonQuotaStatusCollected
 	if rep.Ready.Status != "True" {
 		if rep.Ready.Reason != policyv1alpha1.ReasonQuotaApplyFailed {
 			return nil // pending is no news

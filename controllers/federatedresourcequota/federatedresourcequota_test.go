@@ -191,7 +191,7 @@ var _ = Describe("FederatedResourceQuota", func() {
 			g.Expect(got.Status.Overall.Cpu().String()).To(Equal("10"))
 		}).Should(Succeed())
 		Eventually(func() []string { return eventReasons(ctx, ns, name) }).Should(ContainElement(
-			policyv1alpha1.EventReasonQuotaSynced + ": ResourceQuota applied and reported by 2 member(s)"))
+			policyv1alpha1.EventReasonQuotaStatusCollected + ": ResourceQuota applied and reported by 2 member(s)"))
 		// Nothing changed in the Works since they were written: no update was recorded.
 		Expect(eventReasons(ctx, ns, name)).NotTo(ContainElement(ContainSubstring("Updated the ResourceQuota")))
 

@@ -111,10 +111,15 @@ const (
 	// ReasonQuotaApplyFailed (Ready False): a member's ResourceQuota could not be written or
 	// applied (the cluster is not joined, or the member refused it).
 	ReasonQuotaApplyFailed = "QuotaApplyFailed"
-	// EventReasonQuotaSynced: the member ResourceQuotas were written or removed.
-	EventReasonQuotaSynced = "SyncFederatedResourceQuotaSucceed"
-	// EventReasonQuotaSyncFailed: a member ResourceQuota could not be written or applied.
-	EventReasonQuotaSyncFailed = "SyncFederatedResourceQuotaFailed"
+	// EventReasonQuotaSynced: a member's ResourceQuota Work was written or removed
+	// (Karmada's reason for the same).
+	EventReasonQuotaSynced = "SyncWorkSucceed"
+	// EventReasonQuotaSyncFailed: a member's ResourceQuota could not be written or applied
+	// (Karmada's reason for the same).
+	EventReasonQuotaSyncFailed = "SyncWorkFailed"
+	// EventReasonQuotaStatusCollected: every assigned member reports its ResourceQuota
+	// (Ready became True; Karmada's reason for a status collected).
+	EventReasonQuotaStatusCollected = "AggregateStatusSucceed"
 )
 
 // +kubebuilder:object:root=true
