@@ -39,6 +39,15 @@ var _ = Describe("FederatedResourceQuota overall", func() {
 		Expect(c.Create(ctx, withCPU(ns, "a", 2, "500m"))).To(Succeed())
 		Eventually(func(g Gomega) { g.Expect(scheduledCondition(ctx, g, ns, "a").Status).To(Equal(metav1.ConditionTrue)) }).WithContext(ctx).Should(Succeed())
 
+		By("the first placement at creation (PlaceNew) honours the quota too")
+		early := withCPU(ns, "early", 3, "500m")
+		placed, err := placer.PlaceNew(ctx, early)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(placed).To(BeFalse(), "an over-quota binding is left to the reconcile, which reports why")
+		Expect(early.Spec.Clusters).To(BeEmpty())
+		fits := withCPU(ns, "fits", 1, "500m")
+		Expect(placer.PlaceNew(ctx, fits)).To(BeTrue())
+
 		By("a second binding would bring the namespace to 2500m of 2 CPUs")
 		Expect(c.Create(ctx, withCPU(ns, "b", 3, "500m"))).To(Succeed())
 		Eventually(func(g Gomega) {

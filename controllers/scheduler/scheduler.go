@@ -532,8 +532,13 @@ func (r *Reconciler) PlaceNew(ctx context.Context, rb client.Object) (bool, erro
 	if err != nil {
 		return false, err
 	}
+	// A namespace's FederatedResourceQuotas bound its first placements too.
+	quotas, err := r.quotas(ctx, rb)
+	if err != nil {
+		return false, err
+	}
 	result, err := r.Scheduler.Schedule(scheduler.Input{Spec: spec, Status: &workv1alpha2.ResourceBindingStatus{},
-		Annotations: rb.GetAnnotations()}, clusters)
+		Annotations: rb.GetAnnotations(), Quotas: quotas}, clusters)
 	if err != nil || len(result.Clusters) == 0 {
 		// The reconcile schedules it, and reports why it cannot.
 		return false, nil
