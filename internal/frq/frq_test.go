@@ -97,7 +97,7 @@ func TestAggregate(t *testing.T) {
 		totalUsed: "0",
 	}, {
 		name: "a failure wins over pending, and reported members still count", q: quota("m1", "m2", "m3"),
-		works: map[string]*workv1alpha1.Work{"m1": work(1, 1, metav1.ConditionTrue, "", used("1")), "m2": work(1, 1, metav1.ConditionFalse, "forbidden by the member", nil)},
+		works:  map[string]*workv1alpha1.Work{"m1": work(1, 1, metav1.ConditionTrue, "", used("1")), "m2": work(1, 1, metav1.ConditionFalse, "forbidden by the member", nil)},
 		errs:   map[string]string{"m3": "cluster is not joined"},
 		status: metav1.ConditionFalse, reason: policyv1alpha1.ReasonQuotaApplyFailed,
 		message:  "Failed: m2: forbidden by the member; m3: cluster is not joined",
