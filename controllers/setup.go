@@ -26,6 +26,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/failover"
+	"github.com/flotilla-io/flotilla/controllers/federatedresourcequota"
 	mcscontroller "github.com/flotilla-io/flotilla/controllers/mcs"
 	"github.com/flotilla-io/flotilla/controllers/namespace"
 	"github.com/flotilla-io/flotilla/controllers/notacted"
@@ -101,7 +102,8 @@ type Options struct {
 // Sharding configures sharded managers. With Shards above 1, the scheduler, binding,
 // failover, binding-status, execution and work-status controllers run on every replica, each
 // reconciling the bindings and Works of the shards whose Lease it holds (internal/shard);
-// the other controllers (detector, cluster, namespace, dependencies, policies, services)
+// the other controllers (detector, cluster, namespace, dependencies, policies, services,
+// FederatedResourceQuotas)
 // stay with the elected leader, and every replica connects to every Push member.
 type Sharding struct {
 	// Shards is the number of shards; 0 or 1 is an unsharded manager.
@@ -314,6 +316,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	if err := (&clustertaint.Reconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(clustertaint.ControllerName),
 	}).SetupWithManager(mgr, clustertaint.DefaultWorkers); err != nil {
+		return nil, err
+	}
+	// FederatedResourceQuotas write a ResourceQuota Work per static assignment (the
+	// execution controller applies them) and aggregate the members' usage; leader only.
+	if err := (&federatedresourcequota.Reconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(federatedresourcequota.ControllerName),
+	}).SetupWithManager(mgr, federatedresourcequota.DefaultWorkers); err != nil {
 		return nil, err
 	}
 	if err := (&execution.Reconciler{

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -30,11 +31,14 @@ func setPods(ctx context.Context, name string, allocatable, allocated int64) {
 	Expect(c.Status().Update(ctx, cl)).To(Succeed())
 }
 
+// scale sets a binding's replicas, retrying when the scheduler wrote it meanwhile.
 func scale(ctx context.Context, ns, name string, replicas int32) {
 	GinkgoHelper()
-	rb := get(ctx, ns, name)
-	rb.Spec.Replicas = replicas
-	Expect(c.Update(ctx, rb)).To(Succeed())
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rb := get(ctx, ns, name)
+		rb.Spec.Replicas = replicas
+		return c.Update(ctx, rb)
+	})).To(Succeed())
 }
 
 // oneCluster places one replica on one of m1, m2, m3.

@@ -35,6 +35,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/memo"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/federatedquota"
 	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
@@ -109,6 +110,7 @@ func (r *Reconciler) failedAttempt(key types.NamespacedName) time.Duration {
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings;clusterresourcebindings,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings/status;clusterresourcebindings/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.karmada.io,resources=federatedresourcequotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // conflictRetry is when a binding whose write met a newer version is looked at again. The
@@ -163,7 +165,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	in := scheduler.Input{Spec: spec, Status: status, Annotations: rb.GetAnnotations(), Peers: peers}
+	quotas, err := r.quotas(ctx, rb)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	in := scheduler.Input{Spec: spec, Status: status, Annotations: rb.GetAnnotations(), Peers: peers, Quotas: quotas}
 	need, why := scheduler.NeedsSchedule(in, clusters)
 	var result scheduler.Result
 	if !need {
@@ -339,6 +345,42 @@ func (r *Reconciler) peers(ctx context.Context, rb client.Object) (scheduler.Wor
 	return out, nil
 }
 
+// quotas returns the FederatedResourceQuotas of a ResourceBinding's namespace, each with what
+// the namespace's other scheduled bindings request (federatedquota.Usage), from the cache.
+// The namespace's bindings are read only when it has a quota.
+func (r *Reconciler) quotas(ctx context.Context, rb client.Object) ([]scheduler.NamespaceQuota, error) {
+	if rb.GetNamespace() == "" {
+		return nil, nil
+	}
+	frqs := &policyv1alpha1.FederatedResourceQuotaList{}
+	if err := r.Client.List(ctx, frqs, client.InNamespace(rb.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing the FederatedResourceQuotas of namespace %s: %w", rb.GetNamespace(), err)
+	}
+	if len(frqs.Items) == 0 {
+		return nil, nil
+	}
+	others := &workv1alpha2.ResourceBindingList{}
+	if err := r.Client.List(ctx, others, client.InNamespace(rb.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing the bindings of namespace %s: %w", rb.GetNamespace(), err)
+	}
+	var requested corev1.ResourceList
+	for i := range others.Items {
+		o := &others.Items[i]
+		if o.Name == rb.GetName() || o.DeletionTimestamp != nil {
+			continue
+		}
+		requested = federatedquota.Add(requested, federatedquota.Usage(&o.Spec))
+	}
+	out := make([]scheduler.NamespaceQuota, 0, len(frqs.Items))
+	for _, q := range frqs.Items {
+		if q.DeletionTimestamp != nil {
+			continue
+		}
+		out = append(out, scheduler.NamespaceQuota{Name: q.Name, Overall: q.Spec.Overall, Requested: requested})
+	}
+	return out, nil
+}
+
 // observe records that the scheduler saw the binding's generation, without rescheduling.
 func (r *Reconciler) observe(ctx context.Context, rb client.Object) error {
 	spec, status := bindings.Spec(rb), bindings.Status(rb)
@@ -502,8 +544,13 @@ func (r *Reconciler) PlaceNew(ctx context.Context, rb client.Object) (bool, erro
 	if err != nil {
 		return false, err
 	}
+	// A namespace's FederatedResourceQuotas bound its first placements too.
+	quotas, err := r.quotas(ctx, rb)
+	if err != nil {
+		return false, err
+	}
 	result, err := r.Scheduler.Schedule(scheduler.Input{Spec: spec, Status: &workv1alpha2.ResourceBindingStatus{},
-		Annotations: rb.GetAnnotations()}, clusters)
+		Annotations: rb.GetAnnotations(), Quotas: quotas}, clusters)
 	if err != nil || len(result.Clusters) == 0 {
 		// The reconcile schedules it, and reports why it cannot.
 		return false, nil

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/bindings"
@@ -117,6 +118,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		// affinity groups fit (an anti-affinity peer left a cluster, an affinity peer was
 		// placed): they are tried again at once rather than after their backoff.
 		b = b.Watches(sample, peerHandler(r.waitingPeers), builder.WithPredicates(peerMoved()))
+		// A FederatedResourceQuota created, raised or deleted can let the bindings of its
+		// namespace that it refused fit: they are tried again at once.
+		b = b.Watches(&policyv1alpha1.FederatedResourceQuota{}, peerHandler(r.waitingForQuota))
 	}
 	return r.Shards.Complete(b, shard.ListFrom(mgr.GetCache(), func() client.ObjectList { return bindings.NewList(sample) }), r)
 }
@@ -168,6 +172,18 @@ func (r *Reconciler) waitingPeers(ctx context.Context, o client.Object) []client
 			if len(bindings.Spec(peer).Clusters) == 0 || meta.IsStatusConditionFalse(bindings.Status(peer).Conditions, wellknown.ConditionScheduled) {
 				out = append(out, peer)
 			}
+		}
+	}
+	return out
+}
+
+// waitingForQuota maps a change of a FederatedResourceQuota to the bindings of its namespace
+// that wait for a placement: unscheduled ones and those whose last attempt failed.
+func (r *Reconciler) waitingForQuota(ctx context.Context, o client.Object) []client.Object {
+	var out []client.Object
+	for _, b := range r.list(ctx, client.InNamespace(o.GetNamespace())) {
+		if len(bindings.Spec(b).Clusters) == 0 || meta.IsStatusConditionFalse(bindings.Status(b).Conditions, wellknown.ConditionScheduled) {
+			out = append(out, b)
 		}
 	}
 	return out

@@ -28,19 +28,20 @@ type Interpreter struct {
 
 // The kinds the interpreter knows.
 var (
-	deploymentKind  = schema.GroupKind{Group: "apps", Kind: "Deployment"}
-	statefulSetKind = schema.GroupKind{Group: "apps", Kind: "StatefulSet"}
-	replicaSetKind  = schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}
-	daemonSetKind   = schema.GroupKind{Group: "apps", Kind: "DaemonSet"}
-	jobKind         = schema.GroupKind{Group: "batch", Kind: "Job"}
-	cronJobKind     = schema.GroupKind{Group: "batch", Kind: "CronJob"}
-	podKind         = schema.GroupKind{Kind: "Pod"}
-	serviceKind     = schema.GroupKind{Kind: "Service"}
-	ingressKind     = schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}
-	configMapKind   = schema.GroupKind{Kind: "ConfigMap"}
-	secretKind      = schema.GroupKind{Kind: "Secret"}
-	pvcKind         = schema.GroupKind{Kind: "PersistentVolumeClaim"}
-	pdbKind         = schema.GroupKind{Group: "policy", Kind: "PodDisruptionBudget"}
+	deploymentKind    = schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	statefulSetKind   = schema.GroupKind{Group: "apps", Kind: "StatefulSet"}
+	replicaSetKind    = schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}
+	daemonSetKind     = schema.GroupKind{Group: "apps", Kind: "DaemonSet"}
+	jobKind           = schema.GroupKind{Group: "batch", Kind: "Job"}
+	cronJobKind       = schema.GroupKind{Group: "batch", Kind: "CronJob"}
+	podKind           = schema.GroupKind{Kind: "Pod"}
+	serviceKind       = schema.GroupKind{Kind: "Service"}
+	ingressKind       = schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}
+	configMapKind     = schema.GroupKind{Kind: "ConfigMap"}
+	secretKind        = schema.GroupKind{Kind: "Secret"}
+	pvcKind           = schema.GroupKind{Kind: "PersistentVolumeClaim"}
+	resourceQuotaKind = schema.GroupKind{Kind: "ResourceQuota"}
+	pdbKind           = schema.GroupKind{Group: "policy", Kind: "PodDisruptionBudget"}
 )
 
 // builtin reports whether the interpreter knows the kind; the others get the fallbacks.

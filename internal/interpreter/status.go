@@ -66,6 +66,7 @@ var jobReflectedInts = append(slices.Clone(jobCounters), "terminating")
 //     conditions (whole).
 //   - CronJob: lastScheduleTime, lastSuccessfulTime.
 //   - Pod: phase, reason, message. PersistentVolumeClaim: phase, capacity.
+//   - ResourceQuota: hard, used (a FederatedResourceQuota aggregates them).
 //   - Service and Ingress: loadBalancer.
 //   - ConfigMap, Secret: nothing (nil).
 //   - Any other kind: the whole status; nil when there is none.
@@ -122,6 +123,8 @@ func reflectedStatus(obj *unstructured.Unstructured) (map[string]any, error) {
 		return copyFields(status, map[string]any{}, "phase", "reason", "message"), nil
 	case pvcKind:
 		return copyFields(status, map[string]any{}, "phase", "capacity"), nil
+	case resourceQuotaKind:
+		return copyFields(status, map[string]any{}, "hard", "used"), nil
 	case serviceKind, ingressKind:
 		return copyFields(status, map[string]any{}, "loadBalancer"), nil
 	case configMapKind, secretKind:

@@ -53,6 +53,11 @@ func TestReflectStatus(t *testing.T) {
 			want: `{generation: 1, observedGeneration: 1, replicas: 1, conditions: [{type: ReplicaFailure, status: "True", reason: FailedCreate, message: quota, lastTransitionTime: "2026-01-01T00:00:00Z"}]}`,
 		},
 		{
+			name: "ResourceQuota: hard and used",
+			obj:  `{apiVersion: v1, kind: ResourceQuota, metadata: {name: q}, status: {hard: {cpu: "2"}, used: {cpu: 500m}, extra: x}}`,
+			want: `{hard: {cpu: "2"}, used: {cpu: 500m}}`,
+		},
+		{
 			name: "Deployment without status or annotation",
 			obj:  `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d, generation: 1}}`,
 			want: `{generation: 1}`,

@@ -131,15 +131,15 @@ var served = []schema.GroupVersionKind{
 	{Group: "networking.karmada.io", Version: "v1alpha1", Kind: "MultiClusterService"},
 }
 
-// notServed are Karmada kinds Flotilla does not serve yet (or that are one-off actions),
-// with the reason each is skipped.
+// notServed are Karmada kinds Flotilla does not serve yet (or that are one-off actions, or
+// that it serves but does not migrate yet), with the reason each is skipped.
 var notServed = []struct {
 	gvk    schema.GroupVersionKind
 	reason string
 }{
 	{schema.GroupVersionKind{Group: "autoscaling.karmada.io", Version: "v1alpha1", Kind: "FederatedHPA"}, "not served by Flotilla yet"},
 	{schema.GroupVersionKind{Group: "autoscaling.karmada.io", Version: "v1alpha1", Kind: "CronFederatedHPA"}, "not served by Flotilla yet"},
-	{schema.GroupVersionKind{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "FederatedResourceQuota"}, "not served by Flotilla yet"},
+	{schema.GroupVersionKind{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "FederatedResourceQuota"}, "served, but not migrated yet: delete Karmada's member ResourceQuotas of that name, then create it in Flotilla"},
 	{schema.GroupVersionKind{Group: "config.karmada.io", Version: "v1alpha1", Kind: "ResourceInterpreterWebhookConfiguration"}, "not served by Flotilla yet"},
 	{schema.GroupVersionKind{Group: "networking.karmada.io", Version: "v1alpha1", Kind: "MultiClusterIngress"}, "not served by Flotilla yet"},
 	{schema.GroupVersionKind{Group: "remedy.karmada.io", Version: "v1alpha1", Kind: "Remedy"}, "not served by Flotilla yet"},

@@ -89,6 +89,10 @@
 //     NoExecute.
 //   - APIEnablement (filter): the cluster must serve the template's apiVersion and kind.
 //   - WorkloadAffinity (filter): placement.workloadAffinity, from Input.Peers.
+//   - FederatedResourceQuota (filter): the binding's replicas times its replicaRequirements,
+//     added to what the namespace's other bindings request, must stay within the overall
+//     limit of each FederatedResourceQuota of its namespace (Input.Quotas); otherwise no
+//     cluster fits, and the reason says which resource is exceeded and by how much.
 //   - SpreadConstraint (filter and select): placement.spreadConstraints.
 //   - ClusterLocality (score): the clusters the binding is already on score highest.
 //

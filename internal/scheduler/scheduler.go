@@ -18,6 +18,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusterdeletion"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clustereviction"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusterlocality"
+	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/federatedquota"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/spreadconstraint"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/tainttoleration"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/workloadaffinity"
@@ -45,6 +46,7 @@ func DefaultPlugins() []framework.Plugin {
 		tainttoleration.New(),
 		apienablement.New(),
 		workloadaffinity.New(),
+		federatedquota.New(),
 		spreadconstraint.New(),
 		clusterlocality.New(),
 	}
@@ -109,7 +111,15 @@ type Input struct {
 	// (spec.workloadAffinityGroups): the scheduler controller lists the bindings of the same
 	// namespace and groups. The zero value places the binding as the first of its groups.
 	Peers WorkloadPeers
+	// Quotas are the FederatedResourceQuotas of the binding's namespace, each with what the
+	// namespace's other bindings request (the scheduler controller reads them); nil for a
+	// namespace without one.
+	Quotas []NamespaceQuota
 }
+
+// NamespaceQuota is a FederatedResourceQuota of the binding's namespace; see
+// framework.NamespaceQuota.
+type NamespaceQuota = framework.NamespaceQuota
 
 // WorkloadPeers are where a binding's workload-affinity peers are; see
 // framework.WorkloadPeers.
@@ -170,6 +180,7 @@ func (s *Scheduler) Schedule(in Input, clusters []*clusterv1alpha1.Cluster) (Res
 	state := framework.NewCycleState(in.Spec, in.Status, in.seed())
 	state.CapacityAware = needsCapacity(state)
 	state.Peers = in.Peers
+	state.Quotas = in.Quotas
 	groups := state.Placement.ClusterAffinities
 	if len(groups) == 0 {
 		return s.cycle(state, clusters)

@@ -367,6 +367,26 @@ metadata: {name: bad}
 spec:
   target: {apiVersion: example.io/v1, kind: Cache}
   customizations: {}`, []string{"spec.customizations", "at least one script"}},
+	{"FederatedResourceQuota with a cluster assigned twice", `
+apiVersion: policy.karmada.io/v1alpha1
+kind: FederatedResourceQuota
+metadata: {name: bad, namespace: invalid}
+spec:
+  overall: {cpu: "10"}
+  staticAssignments: [{clusterName: m1, hard: {cpu: "1"}}, {clusterName: m1, hard: {cpu: "2"}}]`, []string{"spec.staticAssignments", "each clusterName may appear only once"}},
+	{"FederatedResourceQuota without overall", `
+apiVersion: policy.karmada.io/v1alpha1
+kind: FederatedResourceQuota
+metadata: {name: bad, namespace: invalid}
+spec:
+  staticAssignments: [{clusterName: m1, hard: {cpu: "1"}}]`, []string{"spec.overall", "Required value"}},
+	{"FederatedResourceQuota assignment without clusterName", `
+apiVersion: policy.karmada.io/v1alpha1
+kind: FederatedResourceQuota
+metadata: {name: bad, namespace: invalid}
+spec:
+  overall: {cpu: "10"}
+  staticAssignments: [{hard: {cpu: "1"}}]`, []string{"spec.staticAssignments[0].clusterName", "Required value"}},
 	{"ResourceInterpreterCustomization with an empty script", `
 apiVersion: config.karmada.io/v1alpha1
 kind: ResourceInterpreterCustomization
@@ -416,6 +436,7 @@ var _ = Describe("kubectl get columns", func() {
 		{"policy.karmada.io", "v1alpha1", "overridepolicies", true, []string{"Name", "Age"}, nil},
 		{"policy.karmada.io", "v1alpha1", "clusteroverridepolicies", false, []string{"Name", "Age"}, nil},
 		{"policy.karmada.io", "v1alpha1", "clustertaintpolicies", false, []string{"Name", "FIRST-TAINT", "AGE"}, nil},
+		{"policy.karmada.io", "v1alpha1", "federatedresourcequotas", true, []string{"Name", "OVERALL", "OVERALL_USED", "AGE"}, []string{"READY"}},
 		{"networking.karmada.io", "v1alpha1", "multiclusterservices", true, []string{"Name", "TYPES", "APPLIED", "AGE"}, nil},
 		{"work.karmada.io", "v1alpha2", "resourcebindings", true, []string{"Name", "READY", "SCHEDULED", "FULLYAPPLIED", "AGE"}, []string{"CLUSTERS"}},
 		{"work.karmada.io", "v1alpha2", "clusterresourcebindings", false, []string{"Name", "READY", "SCHEDULED", "FULLYAPPLIED", "AGE"}, []string{"CLUSTERS"}},
@@ -471,7 +492,7 @@ var _ = Describe("kubectl get columns", func() {
 			}
 		}
 		sort.Strings(inCategory)
-		Expect(inCategory).To(Equal([]string{"clusteroverridepolicies", "clusterpropagationpolicies", "clusterresourcebindings", "clusters", "clustertaintpolicies", "multiclusterservices", "overridepolicies", "propagationpolicies", "resourcebindings", "resourceinterpretercustomizations", "workloadrebalancers", "works"}))
+		Expect(inCategory).To(Equal([]string{"clusteroverridepolicies", "clusterpropagationpolicies", "clusterresourcebindings", "clusters", "clustertaintpolicies", "federatedresourcequotas", "multiclusterservices", "overridepolicies", "propagationpolicies", "resourcebindings", "resourceinterpretercustomizations", "workloadrebalancers", "works"}))
 		Expect(short).To(HaveKeyWithValue("resourceinterpretercustomizations", []string{"ric"}))
 		Expect(short).To(HaveKeyWithValue("multiclusterservices", []string{"mcs"}))
 		Expect(short).To(HaveKeyWithValue("workloadrebalancers", []string{"wr"}))

@@ -1,5 +1,6 @@
 // Package v1alpha1 contains the policy.karmada.io/v1alpha1 API: PropagationPolicy,
-// ClusterPropagationPolicy, OverridePolicy, ClusterOverridePolicy and ClusterTaintPolicy.
+// ClusterPropagationPolicy, OverridePolicy, ClusterOverridePolicy, ClusterTaintPolicy and
+// FederatedResourceQuota.
 // +kubebuilder:object:generate=true
 // +groupName=policy.karmada.io
 package v1alpha1

@@ -1,6 +1,8 @@
 package framework
 
 import (
+	corev1 "k8s.io/api/core/v1"
+
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 )
@@ -28,6 +30,9 @@ type CycleState struct {
 	// Peers are where the binding's workload-affinity peers are (placement.workloadAffinity,
 	// spec.workloadAffinityGroups); the zero value when it has none.
 	Peers WorkloadPeers
+	// Quotas are the FederatedResourceQuotas of the binding's namespace, each with what the
+	// namespace's other bindings already request; nil when the namespace has none.
+	Quotas []NamespaceQuota
 	// CapacityAware is true when replicas are divided by free capacity (dynamic weights or
 	// Aggregated). Only then is Candidate.Available computed.
 	CapacityAware bool
@@ -123,3 +128,15 @@ type WorkloadPeers struct {
 
 // IsZero reports whether there is nothing to honour.
 func (p WorkloadPeers) IsZero() bool { return len(p.Affinity) == 0 && len(p.AntiAffinity) == 0 }
+
+// NamespaceQuota is one FederatedResourceQuota of the binding's namespace, as the scheduler
+// controller read it: its overall limit, and what the namespace's other scheduled bindings
+// request (their replicas times their replicaRequirements).
+type NamespaceQuota struct {
+	// Name is the FederatedResourceQuota's name.
+	Name string
+	// Overall is its spec.overall.
+	Overall corev1.ResourceList
+	// Requested is what the namespace's other bindings request, in the resources of Overall.
+	Requested corev1.ResourceList
+}
