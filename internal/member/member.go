@@ -91,8 +91,12 @@ type Member struct {
 
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
-	// autoscalers is set once the cache watches the member's HPAs for Autoscalers.
-	autoscalers bool
+	// autoscalers is the cache of the member's HorizontalPodAutoscalers, all of them (a
+	// member's own HPA owns the replicas of the object it scales), made by the first
+	// Autoscalers of the connection; nil until then.
+	autoscalers cache.Cache
+	scheme      *runtime.Scheme
+	httpClient  *http.Client
 	healthy     bool
 	failures    int
 	probedAt    time.Time
@@ -432,13 +436,10 @@ func (m *Manager) build(ctx context.Context, name string, cfg *rest.Config, fp s
 	}
 	managed := labels.SelectorFromSet(labels.Set{wellknown.ManagedLabel: wellknown.ManagedLabelValue})
 	ca, err := cache.New(cfg, cache.Options{
-		Scheme:               m.scheme,
-		Mapper:               mapper,
-		HTTPClient:           httpClient,
-		DefaultLabelSelector: managed,
-		// Every HorizontalPodAutoscaler, not only managed ones: a member's own HPA owns the
-		// replicas of the object it scales (Autoscalers).
-		ByObject:                    map[client.Object]cache.ByObject{autoscalerObject(): {Label: labels.Everything()}},
+		Scheme:                      m.scheme,
+		Mapper:                      mapper,
+		HTTPClient:                  httpClient,
+		DefaultLabelSelector:        managed,
 		DefaultTransform:            cachetrim.MemberObject,
 		ReaderFailOnMissingInformer: true,
 	})
@@ -452,7 +453,7 @@ func (m *Manager) build(ctx context.Context, name string, cfg *rest.Config, fp s
 		}
 	}()
 	return &Member{
-		Name: name, Client: cl, Kube: kube, Mapper: mapper, Config: cfg,
+		Name: name, Client: cl, Kube: kube, Mapper: mapper, Config: cfg, scheme: m.scheme, httpClient: httpClient,
 		cache: ca, whole: m.opts.Whole, ctx: cctx, cancel: cancel, fingerprint: fp, watched: map[schema.GroupVersionKind]bool{},
 	}, nil
 }
@@ -663,28 +664,37 @@ func (m *Manager) Autoscalers(ctx context.Context, name, ns string) ([]unstructu
 	if mem == nil {
 		return nil, fmt.Errorf("%w: %s", ErrNotConnected, name)
 	}
-	if err := m.watchAutoscalers(ctx, mem); err != nil {
+	hpas, err := m.watchAutoscalers(ctx, mem)
+	if err != nil {
 		return nil, err
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(AutoscalerGVK.GroupVersion().WithKind(AutoscalerGVK.Kind + "List"))
-	if err := mem.Cached().List(ctx, list, client.InNamespace(ns)); err != nil {
+	r := cachedReader{cache: hpas, conn: mem.ctx, name: mem.Name}
+	if err := r.List(ctx, list, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("cluster %s: list HorizontalPodAutoscalers in %s: %w", name, ns, err)
 	}
 	return list.Items, nil
 }
 
-// watchAutoscalers starts, once per connection, the watch Autoscalers describes.
-func (m *Manager) watchAutoscalers(ctx context.Context, mem *Member) error {
+// watchAutoscalers makes, once per connection, the cache Autoscalers reads (a cache of its
+// own: the member cache holds managed objects only, and a per-kind selector there would make
+// building a connection read the member's discovery), and the handler that turns each HPA's
+// events into events of the object it scales.
+func (m *Manager) watchAutoscalers(ctx context.Context, mem *Member) (cache.Cache, error) {
 	mem.mu.Lock()
-	done := mem.autoscalers
-	mem.mu.Unlock()
-	if done {
-		return nil
+	defer mem.mu.Unlock()
+	if mem.autoscalers != nil {
+		return mem.autoscalers, nil
 	}
-	inf, err := mem.cache.GetInformer(ctx, autoscalerObject(), cache.BlockUntilSynced(false))
+	ca, err := cache.New(mem.Config, cache.Options{Scheme: mem.scheme, Mapper: mem.Mapper, HTTPClient: mem.httpClient,
+		DefaultTransform: cachetrim.MemberObject, ReaderFailOnMissingInformer: true})
 	if err != nil {
-		return fmt.Errorf("cluster %s: watch HorizontalPodAutoscalers: %w", mem.Name, err)
+		return nil, fmt.Errorf("cluster %s: watch HorizontalPodAutoscalers: %w", mem.Name, err)
+	}
+	inf, err := ca.GetInformer(ctx, autoscalerObject(), cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: watch HorizontalPodAutoscalers: %w", mem.Name, err)
 	}
 	send := func(o any) {
 		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
@@ -703,12 +713,15 @@ func (m *Manager) watchAutoscalers(ctx context.Context, mem *Member) error {
 		UpdateFunc: func(_, n any) { send(n) },
 		DeleteFunc: send,
 	}); err != nil {
-		return fmt.Errorf("cluster %s: watch HorizontalPodAutoscalers: %w", mem.Name, err)
+		return nil, fmt.Errorf("cluster %s: watch HorizontalPodAutoscalers: %w", mem.Name, err)
 	}
-	mem.mu.Lock()
-	mem.autoscalers = true
-	mem.mu.Unlock()
-	return nil
+	go func() {
+		if err := ca.Start(mem.ctx); err != nil {
+			logf.FromContext(ctx).Error(err, "Member HorizontalPodAutoscaler cache stopped", "Cluster", mem.Name)
+		}
+	}()
+	mem.autoscalers = ca
+	return ca, nil
 }
 
 // scaled returns the managed object hpa scales, from the member's cache, or nil: the target
