@@ -202,14 +202,18 @@ var _ = Describe("CRDs and their custom resources", Ordered, func() {
 
 	It("keep the member CRDs when the CRD's policy is deleted (the CRD is unclaimed)", func(ctx SpecContext) {
 		Expect(env.Host.Delete(ctx, clusterPolicy("e2e-crd", nil))).To(Succeed())
-		Eventually(func() error { return env.Host.Get(ctx, client.ObjectKeyFromObject(crdBinding), crdBinding) }).
-			WithContext(ctx).Should(Satisfy(apierrors.IsNotFound))
-		// The Works went with the binding, preserving their member objects.
+		// As in Karmada, the binding lives as long as its template: unclaimed, with no placement,
+		// its clusters kept, so the member CRDs stay (and go with the CRD template).
+		Eventually(func(g Gomega) {
+			g.Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(crdBinding), crdBinding)).To(Succeed())
+			g.Expect(crdBinding.Labels).NotTo(HaveKey(wellknown.ClusterPropagationPolicyPermanentIDLabel))
+			g.Expect(crdBinding.Spec.Placement).To(BeNil())
+		}).WithContext(ctx).Should(Succeed())
 		for _, m := range []string{"member1", "member2"} {
 			w := types.NamespacedName{Namespace: wellknown.ExecutionNamespace(m), Name: bindings.WorkName("CustomResourceDefinition", "", crd.GetName())}
-			Eventually(func() error { return env.Host.Get(ctx, w, &workv1alpha1.Work{}) }).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound))
+			Expect(env.Host.Get(ctx, w, &workv1alpha1.Work{})).To(Succeed(), "the Work stays with its binding")
 		}
-		Expect(in(ctx, crd, allMembers...)()).To(ConsistOf("member1", "member2"))
+		Consistently(in(ctx, crd, allMembers...)).WithContext(ctx).WithTimeout(3 * time.Second).Should(ConsistOf("member1", "member2"))
 		Expect(in(ctx, two, allMembers...)()).To(ConsistOf("member1", "member2"))
 	})
 
