@@ -230,31 +230,11 @@ func (m *run) moved(ns string) bool { return slices.Contains(m.o.Namespaces, ns)
 // namespaces opts the namespaces in, and waits for the hold in each.
 func (m *run) namespaces(ctx context.Context) error {
 	for _, name := range m.o.Namespaces {
-		ns := &corev1.Namespace{}
-		err := m.o.Host.Get(ctx, types.NamespacedName{Name: name}, ns)
-		switch {
-		case err == nil && ns.Labels[wellknown.PropagationLabel] == wellknown.PropagationEnabled:
-			m.add(Item{Kind: "Namespace", Name: name, Action: Unchanged, Reason: "opted in already"})
-			continue
-		case err != nil && !apierrors.IsNotFound(err):
-			return fmt.Errorf("read namespace %s in the host: %w", name, err)
+		it, err := optIn(ctx, m.o.Host, name, true, m.o.DryRun)
+		if err != nil {
+			return err
 		}
-		m.add(Item{Kind: "Namespace", Name: name, Action: OptIn})
-		if m.o.DryRun {
-			continue
-		}
-		if apierrors.IsNotFound(err) {
-			ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{wellknown.PropagationLabel: wellknown.PropagationEnabled}}}
-			if err := m.o.Host.Create(ctx, ns); err != nil {
-				return fmt.Errorf("create namespace %s in the host: %w", name, err)
-			}
-		} else {
-			patch := client.MergeFrom(ns.DeepCopy())
-			metav1.SetMetaDataLabel(&ns.ObjectMeta, wellknown.PropagationLabel, wellknown.PropagationEnabled)
-			if err := m.o.Host.Patch(ctx, ns, patch); err != nil {
-				return fmt.Errorf("opt namespace %s in: %w", name, err)
-			}
-		}
+		m.add(it)
 	}
 	if m.o.DryRun {
 		return nil
@@ -265,6 +245,42 @@ func (m *run) namespaces(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// optIn reads namespace name in the host and, unless it is opted in already, opts it in
+// (creating it when absent) when allowed, writing nothing on a dry run. Not allowed, a namespace
+// that is not opted in is an error saying how to opt it in.
+func optIn(ctx context.Context, host client.Client, name string, allowed, dryRun bool) (Item, error) {
+	it := Item{Kind: "Namespace", Name: name}
+	ns := &corev1.Namespace{}
+	err := host.Get(ctx, types.NamespacedName{Name: name}, ns)
+	switch {
+	case err == nil && ns.Labels[wellknown.PropagationLabel] == wellknown.PropagationEnabled:
+		it.Action, it.Reason = Unchanged, "opted in already"
+		return it, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return it, fmt.Errorf("read namespace %s in the host: %w", name, err)
+	case !allowed:
+		return it, fmt.Errorf("namespace %s is not opted in on the host: label it %s=%s (every template in it is then held on the host), or pass --opt-in",
+			name, wellknown.PropagationLabel, wellknown.PropagationEnabled)
+	}
+	it.Action = OptIn
+	if dryRun {
+		return it, nil
+	}
+	if apierrors.IsNotFound(err) {
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{wellknown.PropagationLabel: wellknown.PropagationEnabled}}}
+		if err := host.Create(ctx, ns); err != nil {
+			return it, fmt.Errorf("create namespace %s in the host: %w", name, err)
+		}
+		return it, nil
+	}
+	patch := client.MergeFrom(ns.DeepCopy())
+	metav1.SetMetaDataLabel(&ns.ObjectMeta, wellknown.PropagationLabel, wellknown.PropagationEnabled)
+	if err := host.Patch(ctx, ns, patch); err != nil {
+		return it, fmt.Errorf("opt namespace %s in: %w", name, err)
+	}
+	return it, nil
 }
 
 // waitForHold waits until the host refuses a Pod in the namespace for the hold (a server

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -116,36 +115,12 @@ func readMember(ctx context.Context, member client.Reader, gvk schema.GroupVersi
 	return obj, nil
 }
 
-// promoteNamespace checks, or with OptIn makes, the namespace opted in.
+// promoteNamespace checks, or with OptIn makes, the namespace opted in, and waits for the
+// hold when it opted it in.
 func promoteNamespace(ctx context.Context, o PromoteOptions) (Item, error) {
-	it := Item{Kind: "Namespace", Name: o.Namespace}
-	ns := &corev1.Namespace{}
-	err := o.Host.Get(ctx, types.NamespacedName{Name: o.Namespace}, ns)
-	switch {
-	case err == nil && ns.Labels[wellknown.PropagationLabel] == wellknown.PropagationEnabled:
-		it.Action = Unchanged
-		return it, nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return it, fmt.Errorf("read namespace %s in the host: %w", o.Namespace, err)
-	case !o.OptIn:
-		return it, fmt.Errorf("namespace %s is not opted in on the host: label it %s=%s (every template in it is then held on the host), or pass --opt-in",
-			o.Namespace, wellknown.PropagationLabel, wellknown.PropagationEnabled)
-	}
-	it.Action = OptIn
-	if o.DryRun {
-		return it, nil
-	}
-	if apierrors.IsNotFound(err) {
-		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: map[string]string{wellknown.PropagationLabel: wellknown.PropagationEnabled}}}
-		if err := o.Host.Create(ctx, ns); err != nil {
-			return it, fmt.Errorf("create namespace %s in the host: %w", o.Namespace, err)
-		}
-	} else {
-		patch := client.MergeFrom(ns.DeepCopy())
-		metav1.SetMetaDataLabel(&ns.ObjectMeta, wellknown.PropagationLabel, wellknown.PropagationEnabled)
-		if err := o.Host.Patch(ctx, ns, patch); err != nil {
-			return it, fmt.Errorf("opt namespace %s in: %w", o.Namespace, err)
-		}
+	it, err := optIn(ctx, o.Host, o.Namespace, o.OptIn, o.DryRun)
+	if err != nil || it.Action != OptIn || o.DryRun {
+		return it, err
 	}
 	return it, waitForHold(ctx, o.Host, o.Namespace, holdTimeout)
 }
