@@ -387,6 +387,62 @@ metadata: {name: bad, namespace: invalid}
 spec:
   overall: {cpu: "10"}
   staticAssignments: [{hard: {cpu: "1"}}]`, []string{"spec.staticAssignments[0].clusterName", "Required value"}},
+	{"ResourceInterpreterWebhookConfiguration without webhooks", `
+apiVersion: config.karmada.io/v1alpha1
+kind: ResourceInterpreterWebhookConfiguration
+metadata: {name: bad}
+webhooks: []`, []string{"webhooks", "at least 1"}},
+	{"ResourceInterpreterWebhookConfiguration with an http URL", `
+apiVersion: config.karmada.io/v1alpha1
+kind: ResourceInterpreterWebhookConfiguration
+metadata: {name: bad}
+webhooks:
+- name: w.example.com
+  clientConfig: {url: "http://w.example.com/i"}
+  interpreterContextVersions: [v1alpha1]`, []string{"webhooks[0]", "https:// URL"}},
+	{"ResourceInterpreterWebhookConfiguration without url or service", `
+apiVersion: config.karmada.io/v1alpha1
+kind: ResourceInterpreterWebhookConfiguration
+metadata: {name: bad}
+webhooks:
+- name: w.example.com
+  clientConfig: {}
+  interpreterContextVersions: [v1alpha1]`, []string{"webhooks[0]", "url or service"}},
+	{"ResourceInterpreterWebhookConfiguration with an unknown operation", `
+apiVersion: config.karmada.io/v1alpha1
+kind: ResourceInterpreterWebhookConfiguration
+metadata: {name: bad}
+webhooks:
+- name: w.example.com
+  clientConfig: {url: "https://w.example.com/i"}
+  rules: [{operations: [Explore], apiGroups: [""], apiVersions: [v1], kinds: [Pod]}]
+  interpreterContextVersions: [v1alpha1]`, []string{"webhooks[0].rules[0].operations[0]", "Unsupported value"}},
+	{"ResourceInterpreterWebhookConfiguration with a timeout over 30s", `
+apiVersion: config.karmada.io/v1alpha1
+kind: ResourceInterpreterWebhookConfiguration
+metadata: {name: bad}
+webhooks:
+- name: w.example.com
+  clientConfig: {url: "https://w.example.com/i"}
+  timeoutSeconds: 31
+  interpreterContextVersions: [v1alpha1]`, []string{"webhooks[0].timeoutSeconds", "less than or equal to 30"}},
+	{"ResourceInterpreterWebhookConfiguration without v1alpha1", `
+apiVersion: config.karmada.io/v1alpha1
+kind: ResourceInterpreterWebhookConfiguration
+metadata: {name: bad}
+webhooks:
+- name: w.example.com
+  clientConfig: {url: "https://w.example.com/i"}
+  interpreterContextVersions: [v1]`, []string{"webhooks[0].interpreterContextVersions", "must include v1alpha1"}},
+	{"ResourceInterpreterWebhookConfiguration with '*' beside a kind", `
+apiVersion: config.karmada.io/v1alpha1
+kind: ResourceInterpreterWebhookConfiguration
+metadata: {name: bad}
+webhooks:
+- name: w.example.com
+  clientConfig: {url: "https://w.example.com/i"}
+  rules: [{operations: ["*"], apiGroups: [""], apiVersions: [v1], kinds: ["*", Pod]}]
+  interpreterContextVersions: [v1alpha1]`, []string{"webhooks[0].rules[0]", "kinds: '*' must be alone"}},
 	{"ResourceInterpreterCustomization with an empty script", `
 apiVersion: config.karmada.io/v1alpha1
 kind: ResourceInterpreterCustomization
@@ -444,6 +500,8 @@ var _ = Describe("kubectl get columns", func() {
 		{"config.karmada.io", "v1alpha1", "resourceinterpretercustomizations", false,
 			[]string{"Name", "Target-API-Version", "Target-Kind", "Loaded", "Age"}, []string{"Scripts-Healthy"}},
 		{"apps.karmada.io", "v1alpha1", "workloadrebalancers", false, []string{"Name", "Finished", "Age"}, nil},
+		{"config.karmada.io", "v1alpha1", "resourceinterpreterwebhookconfigurations", false,
+			[]string{"Name", "Webhooks", "Loaded", "Age"}, []string{"Webhooks-Healthy"}},
 	}
 	for _, pc := range cases {
 		It("prints the intended columns for "+pc.resource, func(ctx context.Context) {
@@ -492,7 +550,7 @@ var _ = Describe("kubectl get columns", func() {
 			}
 		}
 		sort.Strings(inCategory)
-		Expect(inCategory).To(Equal([]string{"clusteroverridepolicies", "clusterpropagationpolicies", "clusterresourcebindings", "clusters", "clustertaintpolicies", "federatedresourcequotas", "multiclusterservices", "overridepolicies", "propagationpolicies", "resourcebindings", "resourceinterpretercustomizations", "workloadrebalancers", "works"}))
+		Expect(inCategory).To(Equal([]string{"clusteroverridepolicies", "clusterpropagationpolicies", "clusterresourcebindings", "clusters", "clustertaintpolicies", "federatedresourcequotas", "multiclusterservices", "overridepolicies", "propagationpolicies", "resourcebindings", "resourceinterpretercustomizations", "resourceinterpreterwebhookconfigurations", "workloadrebalancers", "works"}))
 		Expect(short).To(HaveKeyWithValue("resourceinterpretercustomizations", []string{"ric"}))
 		Expect(short).To(HaveKeyWithValue("multiclusterservices", []string{"mcs"}))
 		Expect(short).To(HaveKeyWithValue("workloadrebalancers", []string{"wr"}))
