@@ -27,6 +27,7 @@ type ResourceInterpreterWebhookConfiguration struct {
 	// Webhooks are the webhooks, with the kinds and operations each interprets.
 	// +required
 	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
 	// +listType=map
 	// +listMapKey=name
 	Webhooks []ResourceInterpreterWebhook `json:"webhooks"`
@@ -40,7 +41,6 @@ type ResourceInterpreterWebhookConfiguration struct {
 // ResourceInterpreterWebhook is one webhook, and the kinds and operations it interprets.
 // +kubebuilder:validation:XValidation:rule="has(self.clientConfig.url) || has(self.clientConfig.service)",message="clientConfig must set url or service"
 // +kubebuilder:validation:XValidation:rule="!has(self.clientConfig.url) || self.clientConfig.url.startsWith('https://')",message="clientConfig.url must be an https:// URL"
-// +kubebuilder:validation:XValidation:rule="!has(self.clientConfig.url) || (!self.clientConfig.url.contains('?') && !self.clientConfig.url.contains('#'))",message="clientConfig.url may not have a query or a fragment"
 type ResourceInterpreterWebhook struct {
 	// Name is the webhook's fully qualified name (workloads.example.com), unique in the
 	// configuration.
@@ -61,6 +61,7 @@ type ResourceInterpreterWebhook struct {
 	// Rules say which kinds and operations the webhook interprets; it interprets an operation
 	// of a kind when any rule matches.
 	// +optional
+	// +kubebuilder:validation:MaxItems=64
 	// +listType=atomic
 	Rules []RuleWithOperations `json:"rules,omitempty"`
 
@@ -76,6 +77,8 @@ type ResourceInterpreterWebhook struct {
 	// accepts, preferred first. Flotilla speaks v1alpha1, which must be listed.
 	// +required
 	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.exists(v, v == 'v1alpha1')",message="interpreterContextVersions must include v1alpha1, the only version Flotilla (and Karmada) speaks"
 	// +listType=atomic
 	InterpreterContextVersions []string `json:"interpreterContextVersions"`
@@ -87,6 +90,7 @@ type RuleWithOperations struct {
 	// Operations are the operations the webhook interprets; '*' is all of them.
 	// +required
 	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
 	Operations []InterpreterOperation `json:"operations"`
 
@@ -122,14 +126,20 @@ const (
 type Rule struct {
 	// APIGroups are the API groups; "" is the core group, '*' all groups.
 	// +required
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
 	// +listType=atomic
 	APIGroups []string `json:"apiGroups"`
 	// APIVersions are the versions; '*' is all versions.
 	// +required
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
 	// +listType=atomic
 	APIVersions []string `json:"apiVersions"`
 	// Kinds are the kinds (Deployment, Workload); '*' is all kinds.
 	// +required
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
 	// +listType=atomic
 	Kinds []string `json:"kinds"`
 }
