@@ -362,3 +362,43 @@ func (p *pool) run(fn func(v *vm) error) (err error) {
 	v.begin()
 	return fn(v)
 }
+
+// Declared is the store's customizations applied with Apply (ResourceInterpreterCustomizations),
+// without the built-ins: the first layer of the interpreter's precedence (interpreter.Layers).
+func (s *Store) Declared() interpreter.Customizations { return view{s: s, builtin: false} }
+
+// Builtins is the store's built-in customizations (ApplyBuiltin), for the operations no
+// customization applied with Apply scripts: the layer after the interpreter webhooks.
+func (s *Store) Builtins() interpreter.Customizations { return view{s: s, builtin: true} }
+
+// view is the operations of the store served by customizations of one origin.
+type view struct {
+	s       *Store
+	builtin bool
+}
+
+func (v view) Lookup(gvk schema.GroupVersionKind) (interpreter.Customization, bool) {
+	k, ok := (*v.s.index.Load())[gvk]
+	if !ok {
+		return nil, false
+	}
+	kv := kindView{kindCustomization: k, builtin: v.builtin}
+	for _, op := range interpreter.Operations {
+		if kv.Has(op) {
+			return kv, true
+		}
+	}
+	return nil, false
+}
+
+// kindView is a kind's customization restricted to the operations of one origin. Its
+// revision is the kind's, whatever the origin, so that the layers' revision joins it once.
+type kindView struct {
+	*kindCustomization
+	builtin bool
+}
+
+func (k kindView) Has(op interpreter.Operation) bool {
+	i := opIndex(op)
+	return i >= 0 && k.ops[i].script != nil && k.ops[i].c.builtin == k.builtin
+}
