@@ -175,12 +175,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	// current by their controller on every replica.
 	var detectorRef *detector.Reconciler
 	var workStatusRef *workstatus.WorkReconciler
-	store, err := customizationcontroller.Setup(ctx, mgr, customizationcontroller.SetupOptions{NoBuiltins: o.NoBuiltinInterpreters, Changed: func(gk schema.GroupKind) {
+	requeue := func(match func(schema.GroupKind) bool) {
 		// Existing templates and Works of the kind are looked at again (leader only: a
 		// replica that becomes leader looks at everything anyway).
 		// Sharded, every replica looks at the Works of its own shards.
 		if workStatusRef != nil && shards != nil {
-			go workStatusRef.RequeueKind(ctx, gk)
+			go workStatusRef.RequeueMatching(ctx, match)
 		}
 		select {
 		case <-mgr.Elected():
@@ -188,16 +188,25 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 			return
 		}
 		if detectorRef != nil {
-			detectorRef.RequeueKind(gk)
+			detectorRef.RequeueMatching(match)
 		}
 		if workStatusRef != nil && shards == nil {
-			go workStatusRef.RequeueKind(ctx, gk)
+			go workStatusRef.RequeueMatching(ctx, match)
 		}
+	}
+	store, err := customizationcontroller.Setup(ctx, mgr, customizationcontroller.SetupOptions{NoBuiltins: o.NoBuiltinInterpreters, Changed: func(gk schema.GroupKind) {
+		requeue(func(k schema.GroupKind) bool { return k == gk })
 	}})
 	if err != nil {
 		return nil, err
 	}
-	interp.Customizations = store
+	// Interpreter webhooks (ResourceInterpreterWebhookConfigurations) come between the
+	// customizations and the built-in customizations, as in Karmada.
+	webhooks, err := customizationcontroller.SetupWebhooks(ctx, mgr, requeue)
+	if err != nil {
+		return nil, err
+	}
+	interp.Customizations = interpreter.Layers{store.Declared(), webhooks, store.Builtins()}
 	if err := binding.SetupIndexes(ctx, mgr); err != nil {
 		return nil, err
 	}

@@ -283,6 +283,12 @@ const (
 	EventReasonCustomizationLoaded       = "CustomizationLoaded"
 	EventReasonCustomizationLoadFailed   = "CustomizationLoadFailed"
 	EventReasonCustomizationScriptFailed = "CustomizationScriptFailed"
+
+	// ResourceInterpreterWebhookConfiguration events: its webhooks are in use, are not (a
+	// client config Flotilla cannot use), or a call failed (the message names the webhook).
+	EventReasonInterpreterWebhookLoaded     = "InterpreterWebhookLoaded"
+	EventReasonInterpreterWebhookLoadFailed = "InterpreterWebhookLoadFailed"
+	EventReasonInterpreterWebhookCallFailed = "InterpreterWebhookCallFailed"
 )
 
 // Messages users search for.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flotilla-io/flotilla/controllers/customization"
 	store "github.com/flotilla-io/flotilla/internal/customization"
+	"github.com/flotilla-io/flotilla/internal/interpreterwebhook"
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
 
@@ -20,6 +21,10 @@ var (
 	env     *fleettest.Env
 	st      *store.Store
 	changes = make(chan schema.GroupKind, 100)
+	// hooks are the interpreter webhooks in use; webhookChanges get the matchers of the
+	// kinds their configurations' changes affect.
+	hooks          *interpreterwebhook.Registry
+	webhookChanges = make(chan func(schema.GroupKind) bool, 100)
 )
 
 func TestCustomization(t *testing.T) {
@@ -33,5 +38,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	st = store.NewStore(store.Options{OnFailure: r.Failed})
 	r.Store = st
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
+	wr := customization.NewWebhookReconciler(mgr.GetClient(), mgr.GetEventRecorder("interpreter-webhook-controller"),
+		func(m func(schema.GroupKind) bool) { webhookChanges <- m })
+	hooks = interpreterwebhook.NewRegistry(interpreterwebhook.Options{OnFailure: wr.Failed})
+	wr.Webhooks = hooks
+	Expect(wr.SetupWithManager(mgr)).To(Succeed())
 	fleettest.StartManager(mgr)
 }, NodeTimeout(3*time.Minute))

@@ -202,6 +202,12 @@ func (r *Reconciler) templatesWaitingFor(ctx context.Context, namespace, name st
 // RequeueKind reconciles every watched template of a kind again: its customization changed,
 // so its bindings may need another look (see ReplicaInterpreter.Revision).
 func (r *Reconciler) RequeueKind(gk schema.GroupKind) {
+	r.RequeueMatching(func(k schema.GroupKind) bool { return k == gk })
+}
+
+// RequeueMatching is RequeueKind for every watched kind match accepts (the kinds an
+// interpreter webhook's rules match, wildcards included).
+func (r *Reconciler) RequeueMatching(match func(schema.GroupKind) bool) {
 	if r.watcher == nil {
 		return
 	}
@@ -211,7 +217,7 @@ func (r *Reconciler) RequeueKind(gk schema.GroupKind) {
 		return // not started (or not the leader): the first sync lists everything anyway
 	}
 	for gvk := range r.watcher.watchedKinds() {
-		if gvk.GroupKind() == gk {
+		if match(gvk.GroupKind()) {
 			r.watcher.enqueue(r.watcher.list(context.Background(), gvk, "", nil)...)
 		}
 	}

@@ -83,19 +83,24 @@ func (r *WorkReconciler) reflected(work *workv1alpha1.Work, statuses []workv1alp
 // RequeueKind reflects again the Works that carry a kind: its customization changed, so its
 // status and health may read differently now.
 func (r *WorkReconciler) RequeueKind(ctx context.Context, gk schema.GroupKind) {
+	r.RequeueMatching(ctx, func(k schema.GroupKind) bool { return k == gk })
+}
+
+// RequeueMatching is RequeueKind for every kind match accepts.
+func (r *WorkReconciler) RequeueMatching(ctx context.Context, match func(schema.GroupKind) bool) {
 	if r.requeue == nil {
 		return
 	}
 	list := &workv1alpha1.WorkList{}
 	if err := r.Client.List(ctx, list); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Cannot list Works to reflect again", "kind", gk)
+		ctrl.LoggerFrom(ctx).Error(err, "Cannot list Works to reflect again")
 		return
 	}
 	for i := range list.Items {
 		w := &list.Items[i]
 		for _, mf := range w.Spec.Workload.Manifests {
 			var tm metav1.TypeMeta
-			if json.Unmarshal(mf.Raw, &tm) == nil && tm.GroupVersionKind().GroupKind() == gk {
+			if json.Unmarshal(mf.Raw, &tm) == nil && match(tm.GroupVersionKind().GroupKind()) {
 				r.requeue <- event.GenericEvent{Object: w}
 				break
 			}
