@@ -123,6 +123,7 @@ var ErrKarmadaRunning = errors.New("karmada's controller-manager is running")
 // they are created: what a policy or template depends on comes before it.
 var served = []schema.GroupVersionKind{
 	{Group: "config.karmada.io", Version: "v1alpha1", Kind: "ResourceInterpreterCustomization"},
+	{Group: "config.karmada.io", Version: "v1alpha1", Kind: "ResourceInterpreterWebhookConfiguration"},
 	{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "ClusterTaintPolicy"},
 	{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "ClusterOverridePolicy"},
 	{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "OverridePolicy"},
@@ -140,7 +141,6 @@ var notServed = []struct {
 	{schema.GroupVersionKind{Group: "autoscaling.karmada.io", Version: "v1alpha1", Kind: "FederatedHPA"}, "not served by Flotilla yet"},
 	{schema.GroupVersionKind{Group: "autoscaling.karmada.io", Version: "v1alpha1", Kind: "CronFederatedHPA"}, "not served by Flotilla yet"},
 	{schema.GroupVersionKind{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "FederatedResourceQuota"}, "served, but not migrated yet: delete Karmada's member ResourceQuotas of that name, then create it in Flotilla"},
-	{schema.GroupVersionKind{Group: "config.karmada.io", Version: "v1alpha1", Kind: "ResourceInterpreterWebhookConfiguration"}, "not served by Flotilla yet"},
 	{schema.GroupVersionKind{Group: "networking.karmada.io", Version: "v1alpha1", Kind: "MultiClusterIngress"}, "not served by Flotilla yet"},
 	{schema.GroupVersionKind{Group: "remedy.karmada.io", Version: "v1alpha1", Kind: "Remedy"}, "not served by Flotilla yet"},
 	{schema.GroupVersionKind{Group: "apps.karmada.io", Version: "v1alpha1", Kind: "WorkloadRebalancer"}, "a one-off action, not state: run it again in Flotilla if needed"},
