@@ -443,6 +443,34 @@ webhooks:
   clientConfig: {url: "https://w.example.com/i"}
   rules: [{operations: ["*"], apiGroups: [""], apiVersions: [v1], kinds: ["*", Pod]}]
   interpreterContextVersions: [v1alpha1]`, []string{"webhooks[0].rules[0]", "kinds: '*' must be alone"}},
+	{"CronFederatedHPA rule without a target", `
+apiVersion: autoscaling.karmada.io/v1alpha1
+kind: CronFederatedHPA
+metadata: {name: bad, namespace: invalid}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  rules: [{name: up, schedule: "0 8 * * *"}]`, []string{"spec.rules[0]", "must set targetReplicas"}},
+	{"CronFederatedHPA with two rules of one name", `
+apiVersion: autoscaling.karmada.io/v1alpha1
+kind: CronFederatedHPA
+metadata: {name: bad, namespace: invalid}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  rules: [{name: up, schedule: "0 8 * * *", targetReplicas: 3}, {name: up, schedule: "0 9 * * *", targetReplicas: 4}]`, []string{"spec.rules[1]", "Duplicate value"}},
+	{"CronFederatedHPA with a history limit over 32", `
+apiVersion: autoscaling.karmada.io/v1alpha1
+kind: CronFederatedHPA
+metadata: {name: bad, namespace: invalid}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  rules: [{name: up, schedule: "0 8 * * *", targetReplicas: 3, successfulHistoryLimit: 33}]`, []string{"spec.rules[0].successfulHistoryLimit", "less than or equal to 32"}},
+	{"CronFederatedHPA with negative replicas", `
+apiVersion: autoscaling.karmada.io/v1alpha1
+kind: CronFederatedHPA
+metadata: {name: bad, namespace: invalid}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  rules: [{name: up, schedule: "0 8 * * *", targetReplicas: -1}]`, []string{"spec.rules[0].targetReplicas", "greater than or equal to 0"}},
 	{"ResourceInterpreterCustomization with an empty script", `
 apiVersion: config.karmada.io/v1alpha1
 kind: ResourceInterpreterCustomization
@@ -500,6 +528,7 @@ var _ = Describe("kubectl get columns", func() {
 		{"config.karmada.io", "v1alpha1", "resourceinterpretercustomizations", false,
 			[]string{"Name", "Target-API-Version", "Target-Kind", "Loaded", "Age"}, []string{"Scripts-Healthy"}},
 		{"apps.karmada.io", "v1alpha1", "workloadrebalancers", false, []string{"Name", "Finished", "Age"}, nil},
+		{"autoscaling.karmada.io", "v1alpha1", "cronfederatedhpas", true, []string{"Name", "REFERENCE-KIND", "REFERENCE-NAME", "AGE"}, []string{"FLEET-REPLICAS", "READY"}},
 		{"config.karmada.io", "v1alpha1", "resourceinterpreterwebhookconfigurations", false,
 			[]string{"Name", "Webhooks", "Loaded", "Age"}, []string{"Webhooks-Healthy"}},
 	}
@@ -550,9 +579,10 @@ var _ = Describe("kubectl get columns", func() {
 			}
 		}
 		sort.Strings(inCategory)
-		Expect(inCategory).To(Equal([]string{"clusteroverridepolicies", "clusterpropagationpolicies", "clusterresourcebindings", "clusters", "clustertaintpolicies", "federatedresourcequotas", "multiclusterservices", "overridepolicies", "propagationpolicies", "resourcebindings", "resourceinterpretercustomizations", "resourceinterpreterwebhookconfigurations", "workloadrebalancers", "works"}))
+		Expect(inCategory).To(Equal([]string{"clusteroverridepolicies", "clusterpropagationpolicies", "clusterresourcebindings", "clusters", "clustertaintpolicies", "cronfederatedhpas", "federatedresourcequotas", "multiclusterservices", "overridepolicies", "propagationpolicies", "resourcebindings", "resourceinterpretercustomizations", "resourceinterpreterwebhookconfigurations", "workloadrebalancers", "works"}))
 		Expect(short).To(HaveKeyWithValue("resourceinterpretercustomizations", []string{"ric"}))
 		Expect(short).To(HaveKeyWithValue("multiclusterservices", []string{"mcs"}))
+		Expect(short).To(HaveKeyWithValue("cronfederatedhpas", []string{"cronfhpa"}))
 		Expect(short).To(HaveKeyWithValue("workloadrebalancers", []string{"wr"}))
 		Expect(short).To(HaveKeyWithValue("propagationpolicies", []string{"pp"}))
 		Expect(short).To(HaveKeyWithValue("clusterpropagationpolicies", []string{"cpp"}))
