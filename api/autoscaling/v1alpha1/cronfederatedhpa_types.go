@@ -155,12 +155,12 @@ type ExecutionHistory struct {
 	// +optional
 	NextExecutionTime *metav1.Time `json:"nextExecutionTime,omitempty"`
 
-	// SuccessfulExecutions are the latest successful executions, oldest first.
+	// SuccessfulExecutions are the latest successful executions, newest first (as Karmada keeps them).
 	// +optional
 	// +listType=atomic
 	SuccessfulExecutions []SuccessfulExecution `json:"successfulExecutions,omitempty"`
 
-	// FailedExecutions are the latest failed executions, oldest first.
+	// FailedExecutions are the latest failed executions, newest first.
 	// +optional
 	// +listType=atomic
 	FailedExecutions []FailedExecution `json:"failedExecutions,omitempty"`
