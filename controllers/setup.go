@@ -26,6 +26,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/failover"
+	"github.com/flotilla-io/flotilla/controllers/cronfederatedhpa"
 	"github.com/flotilla-io/flotilla/controllers/federatedresourcequota"
 	mcscontroller "github.com/flotilla-io/flotilla/controllers/mcs"
 	"github.com/flotilla-io/flotilla/controllers/namespace"
@@ -329,6 +330,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	}
 	// FederatedResourceQuotas write a ResourceQuota Work per static assignment (the
 	// execution controller applies them) and aggregate the members' usage; leader only.
+	// CronFederatedHPAs set fleet replicas the detector gives their targets' bindings.
+	if err := (&cronfederatedhpa.Reconciler{Interpreter: interp}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
 	if err := (&federatedresourcequota.Reconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(federatedresourcequota.ControllerName),
 	}).SetupWithManager(mgr, federatedresourcequota.DefaultWorkers); err != nil {

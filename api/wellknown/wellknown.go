@@ -289,6 +289,15 @@ const (
 	EventReasonInterpreterWebhookLoaded     = "InterpreterWebhookLoaded"
 	EventReasonInterpreterWebhookLoadFailed = "InterpreterWebhookLoadFailed"
 	EventReasonInterpreterWebhookCallFailed = "InterpreterWebhookCallFailed"
+
+	// CronFederatedHPA events: a rule fired and set the fleet's replicas (Flotilla's reason),
+	// or it could not, or a rule cannot fire (Karmada's ScaleFailed).
+	EventReasonScaleSucceeded = "ScaleSucceeded"
+	EventReasonScaleFailed    = "ScaleFailed"
+
+	// CronScaleAnnotation, on a ResourceBinding, names the CronFederatedHPA whose replicas the
+	// binding takes, the rule, when it fired and the replicas (internal/cronfhpa.Active.Marker).
+	CronScaleAnnotation = "autoscaling.flotilla.io/cron-scale"
 )
 
 // Messages users search for.

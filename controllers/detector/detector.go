@@ -604,7 +604,13 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 		return false, errBindingGoing
 	}
 	revision := r.Interpreter.Revision(key.GVK)
-	unchanged := exists && templateCurrent(rb, tmpl, p) && rb.GetAnnotations()[wellknown.InterpreterRevisionAnnotation] == revision
+	// A CronFederatedHPA that scaled the template gives its binding its replicas.
+	scale, err := r.cronScale(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	unchanged := exists && templateCurrent(rb, tmpl, p) && rb.GetAnnotations()[wellknown.InterpreterRevisionAnnotation] == revision &&
+		rb.GetAnnotations()[wellknown.CronScaleAnnotation] == scale.Marker()
 	if unchanged && p.Spec.ActivationPreference == policyv1alpha1.LazyActivation {
 		// activationPreference: Lazy: the policy's changes reach a template it already binds
 		// when the template changes, not before (a policy over many templates then rolls out
@@ -633,6 +639,11 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	if err != nil {
 		return false, &interpretError{fmt.Errorf("reading the components of %s: %w", key, err)}
 	}
+	if scale.Applies(replicas) && len(components) == 0 {
+		// The fleet runs the CronFederatedHPA's replicas while the template asks for what it
+		// asked for when the rule fired; an edit of the template's replicas wins.
+		replicas = scale.FleetReplicas
+	}
 	// A multi-component workload is not divided either, but the scheduler places its whole set
 	// on one cluster (not every cluster): no warning for it.
 	if divided(policySide.Placement) && !r.Interpreter.HasReplicas(full) && len(components) == 0 {
@@ -648,6 +659,9 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	annotations[TemplateMetadataAnnotation] = metadataFingerprint(full)
 	if revision != "" {
 		annotations[wellknown.InterpreterRevisionAnnotation] = revision
+	}
+	if m := scale.Marker(); m != "" {
+		annotations[wellknown.CronScaleAnnotation] = m
 	}
 	desired.SetAnnotations(annotations)
 	desired.SetOwnerReferences([]metav1.OwnerReference{{
@@ -709,6 +723,11 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	if revision == "" {
 		ann := rb.GetAnnotations()
 		delete(ann, wellknown.InterpreterRevisionAnnotation)
+		rb.SetAnnotations(ann)
+	}
+	if scale == nil {
+		ann := rb.GetAnnotations()
+		delete(ann, wellknown.CronScaleAnnotation)
 		rb.SetAnnotations(ann)
 	}
 	rb.SetOwnerReferences(desired.GetOwnerReferences())

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	autoscalingv1alpha1 "github.com/flotilla-io/flotilla/api/autoscaling/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
@@ -100,6 +101,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		}), predicate.TypedFuncs[*policyv1alpha1.OverridePolicy]{
 			UpdateFunc: func(e event.TypedUpdateEvent[*policyv1alpha1.OverridePolicy]) bool {
 				return (e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil)
+			},
+		})); err != nil {
+		return err
+	}
+	// A CronFederatedHPA that fires (its status says so), is edited or deleted brings its
+	// target back: the binding takes its replicas, or the template's again.
+	if err := c.Watch(source.TypedKind[*autoscalingv1alpha1.CronFederatedHPA, Key](mgr.GetCache(), &autoscalingv1alpha1.CronFederatedHPA{},
+		handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, cf *autoscalingv1alpha1.CronFederatedHPA) []Key {
+			return r.templateOfCron(cf)
+		}), predicate.TypedFuncs[*autoscalingv1alpha1.CronFederatedHPA]{
+			UpdateFunc: func(e event.TypedUpdateEvent[*autoscalingv1alpha1.CronFederatedHPA]) bool {
+				return cronScaleChanged(e.ObjectOld, e.ObjectNew)
 			},
 		})); err != nil {
 		return err
