@@ -282,3 +282,47 @@ func TestConcurrentUse(t *testing.T) {
 	}()
 	wg.Wait()
 }
+
+// TestDeclaredAndBuiltinViews: the Declared view has the operations customizations applied
+// with Apply serve, the Builtins view those only built-ins serve; both have the kind's
+// revision, so that layering them (interpreter.Layers) joins it once.
+func TestDeclaredAndBuiltinViews(t *testing.T) {
+	store := NewStore(Options{})
+	if err := store.ApplyBuiltin(newRIC("builtin", scripts{interpreter.OperationInterpretHealth: healthIs("false"), interpreter.OperationGetReplicas: replicasAre(9)})); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Apply(newRIC("user", scripts{interpreter.OperationGetReplicas: replicasAre(2)})); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		view interpreter.Customizations
+		has  map[interpreter.Operation]bool
+	}{
+		{"declared", store.Declared(), map[interpreter.Operation]bool{interpreter.OperationGetReplicas: true}},
+		{"builtins", store.Builtins(), map[interpreter.Operation]bool{interpreter.OperationInterpretHealth: true}},
+	} {
+		c, ok := tc.view.Lookup(gvkApp)
+		if !ok {
+			t.Fatalf("%s: no customization of App", tc.name)
+		}
+		for _, op := range interpreter.Operations {
+			if c.Has(op) != tc.has[op] {
+				t.Errorf("%s: Has(%s) = %v", tc.name, op, c.Has(op))
+			}
+		}
+		if c.Revision() != store.Revision(gvkApp) {
+			t.Errorf("%s: revision %q, want the kind's %q", tc.name, c.Revision(), store.Revision(gvkApp))
+		}
+	}
+	layered := interpreter.Interpreter{Customizations: interpreter.Layers{store.Declared(), nil, store.Builtins()}}
+	if n, _, err := layered.GetReplicas(app(nil, nil)); err != nil || n != 2 {
+		t.Errorf("GetReplicas = %v, %v; want the user's 2", n, err)
+	}
+	if layered.Revision(gvkApp) != store.Revision(gvkApp) {
+		t.Errorf("layered revision %q, want %q", layered.Revision(gvkApp), store.Revision(gvkApp))
+	}
+	if _, ok := store.Declared().Lookup(schema.GroupVersionKind{Group: "x", Version: "v1", Kind: "Y"}); ok {
+		t.Error("a kind with no customization")
+	}
+}

@@ -118,25 +118,37 @@ func (r *Registry) Apply(cfg *configv1alpha1.ResourceInterpreterWebhookConfigura
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
+		old := r.byConfig[cfg.Name]
 		delete(r.byConfig, cfg.Name)
 		r.reindex()
+		old.close()
 		return err
 	}
-	if old, ok := r.byConfig[cfg.Name]; ok && old.hash == hash {
+	old, had := r.byConfig[cfg.Name]
+	if had && old.hash == hash {
 		return nil
 	}
 	r.byConfig[cfg.Name] = configHooks{hooks: hooks, hash: hash}
 	r.reindex()
+	old.close()
 	return nil
+}
+
+// close lets go of the idle connections of hooks out of use (calls in flight finish).
+func (c configHooks) close() {
+	for _, h := range c.hooks {
+		h.client.CloseIdleConnections()
+	}
 }
 
 // Remove takes the configuration's webhooks out of use.
 func (r *Registry) Remove(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.byConfig[name]; ok {
+	if old, ok := r.byConfig[name]; ok {
 		delete(r.byConfig, name)
 		r.reindex()
+		old.close()
 	}
 }
 
