@@ -203,7 +203,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	}
 	// Interpreter webhooks (ResourceInterpreterWebhookConfigurations) come between the
 	// customizations and the built-in customizations, as in Karmada.
-	webhooks, err := customizationcontroller.SetupWebhooks(ctx, mgr, requeue)
+	webhooks, err := customizationcontroller.SetupWebhooks(ctx, mgr, requeue, false)
 	if err != nil {
 		return nil, err
 	}

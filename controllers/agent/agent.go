@@ -264,7 +264,22 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	interp := interpreter.Interpreter{Customizations: customizations}
+	// Interpreter webhooks too, between customizations and built-ins as in the manager: the
+	// agent calls them for its member's objects (retention, status, health).
+	webhooks, err := customizationcontroller.SetupWebhooks(ctx, mgr, func(match func(schema.GroupKind) bool) {
+		select {
+		case <-mgr.Elected():
+		default:
+			return
+		}
+		if workStatus != nil {
+			go workStatus.RequeueMatching(ctx, match)
+		}
+	}, true)
+	if err != nil {
+		return err
+	}
+	interp := interpreter.Interpreter{Customizations: interpreter.Layers{customizations.Declared(), webhooks, customizations.Builtins()}}
 	members := member.NewManager(scheme, member.Options{
 		QPS: o.MemberQPS, Burst: o.MemberBurst, FailureThreshold: o.FailureThreshold, ProbeInterval: o.HeartbeatInterval,
 		Whole: interp.ReadsMemberObjects,

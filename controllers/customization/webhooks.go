@@ -45,6 +45,10 @@ type WebhookReconciler struct {
 	// configuration's rules match, before and after an edit).
 	Changed func(match func(schema.GroupKind) bool)
 	Now     func() time.Time
+	// ReadOnly only loads configurations: no status, no events (the Pull agent, whose host
+	// credential may only read them; the manager reports on them). Failed calls are logged
+	// instead, at most every few seconds per configuration.
+	ReadOnly bool
 
 	mu       sync.Mutex
 	loaded   map[string]loadedRules
@@ -89,6 +93,12 @@ func (r *WebhookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, nil
 	}
 	loadErr := r.load(cfg)
+	if r.ReadOnly {
+		if loadErr != nil {
+			ctrl.LoggerFrom(ctx).Info("A ResourceInterpreterWebhookConfiguration does not load", "configuration", cfg.Name, "error", loadErr.Error())
+		}
+		return ctrl.Result{}, nil
+	}
 	loaded, healthy, failed := r.conditions(cfg, loadErr)
 	var res ctrl.Result
 	if failed {
@@ -237,6 +247,11 @@ func (r *WebhookReconciler) Failed(f interpreterwebhook.Failure) {
 	r.failures[f.Configuration] = webhookFailure{Failure: f, at: now, generation: r.loaded[f.Configuration].generation}
 	wake := !seen || now.Sub(prev.at) > failureWriteInterval
 	r.mu.Unlock()
+	if wake && r.ReadOnly {
+		ctrl.Log.WithName("interpreterwebhook").Info("An interpreter webhook call failed", "configuration", f.Configuration,
+			"webhook", f.Webhook, "operation", f.Operation, "object", f.Object, "error", f.Err.Error())
+		return
+	}
 	if wake {
 		select {
 		case r.wake <- event.GenericEvent{Object: cfg}:
@@ -277,8 +292,15 @@ func (r *WebhookReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // SetupWebhooks makes the registry of interpreter webhooks, loads every configuration on
 // the host into it before the manager starts, and registers the controller that keeps it
 // current. The registry is the interpreter's second layer (interpreter.Layers).
-func SetupWebhooks(ctx context.Context, mgr ctrl.Manager, changed func(func(schema.GroupKind) bool)) (*interpreterwebhook.Registry, error) {
-	r := NewWebhookReconciler(mgr.GetClient(), mgr.GetEventRecorder("interpreter-webhook-controller"), changed)
+//
+// readOnly is the Pull agent's: configurations are loaded, nothing is written.
+func SetupWebhooks(ctx context.Context, mgr ctrl.Manager, changed func(func(schema.GroupKind) bool), readOnly bool) (*interpreterwebhook.Registry, error) {
+	var recorder events.EventRecorder
+	if !readOnly {
+		recorder = mgr.GetEventRecorder("interpreter-webhook-controller")
+	}
+	r := NewWebhookReconciler(mgr.GetClient(), recorder, changed)
+	r.ReadOnly = readOnly
 	reg := interpreterwebhook.NewRegistry(interpreterwebhook.Options{OnFailure: r.Failed})
 	r.Webhooks = reg
 	if err := r.LoadAll(ctx, mgr.GetAPIReader()); err != nil {

@@ -164,15 +164,15 @@ func AgentRules() []rbacv1.PolicyRule {
 }
 
 // AgentClusterRules are the rules of AgentClusterRoleName(cluster): its own Cluster, and the
-// ResourceInterpreterCustomizations (cluster scoped, so not in AgentRules, which a
-// RoleBinding grants), read only: the agent applies their retention, status reflection and
-// health scripts to its member's objects as the manager does for a Push member, and the
-// manager alone reports on them.
+// ResourceInterpreterCustomizations and ResourceInterpreterWebhookConfigurations (cluster
+// scoped, so not in AgentRules, which a RoleBinding grants), read only: the agent applies
+// their retention, status reflection and health scripts and webhooks to its member's objects
+// as the manager does for a Push member, and the manager alone reports on them.
 func AgentClusterRules(cluster string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters"}, ResourceNames: []string{cluster}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters/status"}, ResourceNames: []string{cluster}, Verbs: []string{"get", "update", "patch"}},
-		{APIGroups: []string{configv1alpha1.GroupVersion.Group}, Resources: []string{"resourceinterpretercustomizations"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{configv1alpha1.GroupVersion.Group}, Resources: []string{"resourceinterpretercustomizations", "resourceinterpreterwebhookconfigurations"}, Verbs: []string{"get", "list", "watch"}},
 	}
 }
 
