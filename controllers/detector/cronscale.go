@@ -3,6 +3,7 @@ package detector
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +20,9 @@ func (r *Reconciler) cronScale(ctx context.Context, key Key) (*cronfhpa.Active, 
 	}
 	list := &autoscalingv1alpha1.CronFederatedHPAList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(key.Namespace)); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil // CRDs older than the manager: no CronFederatedHPA can exist
+		}
 		return nil, err
 	}
 	return cronfhpa.Select(list.Items, key.GVK.GroupKind(), key.Name), nil
