@@ -88,5 +88,27 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newTokenCommand(host), newRegisterCommand(host), newUnregisterCommand(host))
 	root.AddCommand(newMigrateCommand(host), newPromoteCommand(host))
 	root.AddCommand(newInterpretCommand(host))
+	addCompletionExamples(root)
 	return root
+}
+
+// addCompletionExamples makes cobra's completion commands now, rather than when the root
+// runs, so that each shell's command has an example like every other command (--help and
+// docs/cli.md).
+func addCompletionExamples(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	examples := map[string]string{
+		"bash":       "  source <(kubectl flotilla completion bash)",
+		"zsh":        "  kubectl flotilla completion zsh > \"${fpath[1]}/_kubectl-flotilla\"",
+		"fish":       "  kubectl flotilla completion fish > ~/.config/fish/completions/kubectl-flotilla.fish",
+		"powershell": "  kubectl flotilla completion powershell | Out-String | Invoke-Expression",
+	}
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		for _, shell := range c.Commands() {
+			shell.Example = examples[shell.Name()]
+		}
+	}
 }
