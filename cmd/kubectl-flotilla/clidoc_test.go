@@ -72,7 +72,6 @@ func anchorOf(path string) string { return strings.ReplaceAll(strings.ToLower(pa
 // UPDATE_GOLDEN=1 (make docs) rewrites it.
 func TestCLIDoc(t *testing.T) {
 	root := newRootCommand()
-	root.InitDefaultCompletionCmd()
 	got := append(renderCLIDoc(root), '\n')
 	if os.Getenv("UPDATE_GOLDEN") != "" {
 		if err := os.WriteFile(cliDoc, got, 0o644); err != nil {
@@ -92,7 +91,6 @@ func TestCLIDoc(t *testing.T) {
 // TestCommandsHaveExamples: every runnable command's --help shows an example.
 func TestCommandsHaveExamples(t *testing.T) {
 	root := newRootCommand()
-	root.InitDefaultCompletionCmd()
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if c.Hidden || c.Name() == "help" {
