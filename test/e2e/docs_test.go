@@ -31,12 +31,22 @@ var _ = Describe("Docs: the runnable blocks of getting-started and the guides", 
 		root := framework.RepoRoot()
 		bin := GinkgoT().TempDir()
 		start := time.Now()
-		for _, b := range []struct{ out, pkg string }{{"kubectl", "./test/tools/kubectl"}, {"kubectl-flotilla", "./cmd/kubectl-flotilla"}} {
-			build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, b.out), b.pkg)
-			build.Dir = root
-			out, err := build.CombinedOutput()
-			Expect(err).NotTo(HaveOccurred(), "go build %s: %s", b.pkg, out)
+		// Both at once: linking kubectl is most of the time.
+		var builds sync.WaitGroup
+		buildErrs := make([]error, 2)
+		for i, b := range []struct{ out, pkg string }{{"kubectl", "./test/tools/kubectl"}, {"kubectl-flotilla", "./cmd/kubectl-flotilla"}} {
+			builds.Add(1)
+			go func() {
+				defer builds.Done()
+				build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, b.out), b.pkg)
+				build.Dir = root
+				if out, err := build.CombinedOutput(); err != nil {
+					buildErrs[i] = fmt.Errorf("go build %s: %w: %s", b.pkg, err, out)
+				}
+			}()
 		}
+		builds.Wait()
+		Expect(buildErrs).To(HaveEach(BeNil()))
 		built := time.Since(start)
 
 		files, err := filepath.Glob(filepath.Join(root, "docs", "guides", "*.md"))
