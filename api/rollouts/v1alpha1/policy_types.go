@@ -94,7 +94,8 @@ type RolloutPolicySpec struct {
 	// a Deployment) the room left.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="maxUnavailable: a count of at least 1 or a percent from 1% to 100%"
+	// +kubebuilder:validation:Pattern=`^([1-9][0-9]?|100)%$`
+	// +kubebuilder:validation:XValidation:rule="type(self) != int || self >= 1",message="maxUnavailable: a count of at least 1 or a percent from 1% to 100%"
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
 
@@ -129,7 +130,8 @@ type Stage struct {
 	// or a percent of the stage's clusters, rounded up). Unset: all of them.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="maxConcurrency: a count of at least 1 or a percent from 1% to 100%"
+	// +kubebuilder:validation:Pattern=`^([1-9][0-9]?|100)%$`
+	// +kubebuilder:validation:XValidation:rule="type(self) != int || self >= 1",message="maxConcurrency: a count of at least 1 or a percent from 1% to 100%"
 	MaxConcurrency *intstr.IntOrString `json:"maxConcurrency,omitempty"`
 
 	// HealthGate says how long a cluster has to be healthy.
@@ -141,6 +143,7 @@ type Stage struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Format=duration
+	// +kubebuilder:validation:MaxLength=32
 	Soak *metav1.Duration `json:"soak,omitempty"`
 
 	// Approval holds the stage for `kubectl flotilla rollout approve` before it opens
@@ -180,6 +183,7 @@ type HealthGate struct {
 	// +kubebuilder:default="10m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Format=duration
+	// +kubebuilder:validation:MaxLength=32
 	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
 }
 
