@@ -291,14 +291,14 @@ const (
 
 // Event reasons.
 const (
-	EventStageStarted     = "RolloutStageStarted"
-	EventStageCompleted   = "RolloutStageCompleted"
-	EventStageEmpty       = "RolloutStageEmpty"
-	EventHalted           = "RolloutHalted"
-	EventRolledBack       = "RolloutRolledBack"
-	EventComplete         = "RolloutComplete"
-	EventSuperseded       = "RolloutSuperseded"
-	EventWaitingApproval  = "RolloutWaitingForApproval"
+	EventStageStarted    = "RolloutStageStarted"
+	EventStageCompleted  = "RolloutStageCompleted"
+	EventStageEmpty      = "RolloutStageEmpty"
+	EventHalted          = "RolloutHalted"
+	EventRolledBack      = "RolloutRolledBack"
+	EventComplete        = "RolloutComplete"
+	EventSuperseded      = "RolloutSuperseded"
+	EventWaitingApproval = "RolloutWaitingForApproval"
 )
 
 // RevisionLabel is the label on a Work (and its member object's annotations carry none):
