@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -220,7 +221,8 @@ func (r *Reconciler) input(ctx context.Context, rb *workv1alpha2.ResourceBinding
 	return in, nil
 }
 
-// fromWork reads what a cluster's Work carries and reports.
+// fromWork reads what a cluster's Work carries and reports (numbers decoded as int64 where
+// they are whole, as the unstructured helpers want them).
 func fromWork(c *planner.Cluster, w *workv1alpha1.Work) {
 	c.WorkRevision = w.Labels[rolloutsv1alpha1.RevisionLabel]
 	cond := meta.FindStatusCondition(w.Status.Conditions, wellknown.WorkConditionApplied)
@@ -228,7 +230,7 @@ func fromWork(c *planner.Cluster, w *workv1alpha1.Work) {
 	desired := map[int]int64{}
 	for i, m := range w.Spec.Workload.Manifests {
 		var obj map[string]any
-		if json.Unmarshal(m.Raw, &obj) != nil {
+		if utiljson.Unmarshal(m.Raw, &obj) != nil {
 			continue
 		}
 		if n, found, _ := unstructured.NestedInt64(obj, "spec", "replicas"); found {
@@ -250,7 +252,7 @@ func fromWork(c *planner.Cluster, w *workv1alpha1.Work) {
 			health = string(workv1alpha1.ResourceUnknownHealth)
 		}
 		var st map[string]any
-		if ms.Status == nil || json.Unmarshal(ms.Status.Raw, &st) != nil {
+		if ms.Status == nil || utiljson.Unmarshal(ms.Status.Raw, &st) != nil {
 			continue
 		}
 		if g, found, _ := unstructured.NestedInt64(st, "observedGeneration"); found && g > c.ObservedGeneration {

@@ -324,8 +324,13 @@ func (p *planner) progress(st *rolloutsv1alpha1.RolloutStatus, clusters []Cluste
 			p.start(r, pc, c)
 		}
 		if r.Target == rev {
+			if c.WorkRevision != rev || !c.Applied {
+				// Until its Work carries the revision and is applied, what the cluster
+				// reports is of the spec before (work status reflects applied Works only).
+				r.ObservedGenerationBefore = max(r.ObservedGenerationBefore, c.ObservedGeneration)
+			}
 			h := c.WorkRevision == rev && c.Applied && c.Health == "Healthy" &&
-				(r.ObservedGenerationBefore == 0 || c.ObservedGeneration == 0 || c.ObservedGeneration > r.ObservedGenerationBefore)
+				(c.ObservedGeneration == 0 || c.ObservedGeneration > r.ObservedGenerationBefore)
 			healthy[c.Name] = h
 			if h {
 				r.HealthySince = pc.HealthySince
