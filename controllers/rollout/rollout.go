@@ -242,6 +242,7 @@ func fromWork(c *planner.Cluster, w *workv1alpha1.Work) {
 		}
 	}
 	health := ""
+	settling := false
 	for _, ms := range w.Status.ManifestStatuses {
 		switch {
 		case ms.Health == workv1alpha1.ResourceUnhealthy:
@@ -261,7 +262,17 @@ func fromWork(c *planner.Cluster, w *workv1alpha1.Work) {
 		if want, ok := desired[ms.Identifier.Ordinal]; ok {
 			avail, _, _ := unstructured.NestedInt64(st, "availableReplicas")
 			c.Unavailable += int32(max(0, want-avail))
+			// A rolling update is over once no replicas beyond spec are left (the old ones
+			// still count as available while they go, and the new ones may not all be).
+			for _, f := range []string{"replicas", "updatedReplicas"} {
+				if n, found, _ := unstructured.NestedInt64(st, f); found && n != want {
+					settling = true
+				}
+			}
 		}
+	}
+	if settling && health == string(workv1alpha1.ResourceHealthy) {
+		health = "Progressing"
 	}
 	c.Health = health
 }
