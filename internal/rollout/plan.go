@@ -87,7 +87,9 @@ type Result struct {
 
 // Plan decides which revision each cluster may run.
 func Plan(in Input) Result {
-	p := planner{in: in, now: metav1.NewTime(in.Now)}
+	// Times are stored with a resolution of a second: a time recorded now is rounded up, so
+	// that a soak or a deadline measured from it is never shorter than asked.
+	p := planner{in: in, now: metav1.NewTime(ceilSecond(in.Now))}
 	return p.plan()
 }
 
@@ -576,4 +578,11 @@ func ptrDeref(p *int32) int32 {
 		return 0
 	}
 	return *p
+}
+
+func ceilSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		return r.Add(time.Second)
+	}
+	return t
 }

@@ -145,6 +145,7 @@ var _ = Describe("Progressive rollout: stages, soak, approval, halt and undo", O
 		s := ro.Status.Stages[0]
 		Expect(s.Phase).To(Equal(rolloutsv1alpha1.StageComplete))
 		Expect(s.CompletedAt.Sub(s.StartedAt.Time)).To(BeNumerically(">=", 2*time.Second), "the canary soaked")
+		Expect(canary).To(BeNumerically(">=", 2*time.Second), "the canary soaked")
 		Expect(ro.Status.Stages[1].Phase).To(Equal(rolloutsv1alpha1.StageWaitingForApproval))
 		Expect(flotilla(ctx, "rollout", "status", "deploy/"+name)).To(And(ContainSubstring("WaitingForApproval"), MatchRegexp(`member2\s+rest\s+\S+\s+\S+\s+Waiting`)))
 		GinkgoWriter.Printf("canary stage (apply, Ready, soak 2s): %s\n", canary.Round(100*time.Millisecond))

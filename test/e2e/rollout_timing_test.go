@@ -86,6 +86,8 @@ var _ = Describe("Rollout timing", Ordered, func() {
 				g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(image), m)
 				g.Expect(d.Status.AvailableReplicas).To(Equal(perMember), m)
 				g.Expect(d.Status.UpdatedReplicas).To(Equal(perMember), m)
+				g.Expect(d.Status.Replicas).To(Equal(perMember), m)
+				g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation), m)
 			}
 		}).WithContext(ctx).WithTimeout(5 * time.Minute).Should(Succeed())
 	}
