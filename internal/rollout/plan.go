@@ -315,6 +315,13 @@ func (p *planner) progress(st *rolloutsv1alpha1.RolloutStatus, clusters []Cluste
 		budget = int32(b)
 		st.MaxUnavailable = &budget
 	}
+	stages := Assign(in.Spec.Stages, clusters)
+	stageOf := map[string]int{}
+	for i, names := range stages {
+		for _, n := range names {
+			stageOf[n] = i
+		}
+	}
 	for _, c := range clusters {
 		pc := prevC[c.Name]
 		r := &rolloutsv1alpha1.ClusterStatus{Name: c.Name, Revision: c.WorkRevision, Target: stable, Phase: rolloutsv1alpha1.ClusterWaiting,
@@ -340,7 +347,10 @@ func (p *planner) progress(st *rolloutsv1alpha1.RolloutStatus, clusters []Cluste
 					r.HealthySince = &p.now
 				}
 			}
-			if withBudget && !h {
+			if withBudget && !(h && p.since(r.HealthySince) >= p.soakOf(c.Name, stageOf)) {
+				// A cluster holds its share of the budget until it is done: healthy, and
+				// soaked (BudgetSettle at least), so that one stale healthy report does
+				// not open the next cluster while it still rolls.
 				used += max(c.Unavailable, ptrDeref(r.MaxUnavailable))
 			} else {
 				used += c.Unavailable
@@ -350,7 +360,6 @@ func (p *planner) progress(st *rolloutsv1alpha1.RolloutStatus, clusters []Cluste
 		}
 		recs[c.Name] = r
 	}
-	stages := Assign(in.Spec.Stages, clusters)
 	open := true // every stage before this one is complete
 	var waiting, paused bool
 	var failed *rolloutsv1alpha1.Halt
@@ -366,10 +375,7 @@ func (p *planner) progress(st *rolloutsv1alpha1.RolloutStatus, clusters []Cluste
 		if spec.HealthGate != nil && spec.HealthGate.ProgressDeadline != nil {
 			deadline = spec.HealthGate.ProgressDeadline.Duration
 		}
-		var soak time.Duration
-		if spec.Soak != nil {
-			soak = spec.Soak.Duration
-		}
+		soak := p.soakOf(spec.Name, nil)
 		// The stage's started clusters: soaked, failed, or still going.
 		done := 0
 		inflight := 0
@@ -536,6 +542,34 @@ func (p *planner) progress(st *rolloutsv1alpha1.RolloutStatus, clusters []Cluste
 		st.Phase = rolloutsv1alpha1.PhaseProgressing
 		p.setConditions(st, metav1.ConditionTrue, rolloutsv1alpha1.ReasonStagesOpening, fmt.Sprintf("Revision %s is rolling out", rev), nil)
 	}
+}
+
+// BudgetSettle is how long, at least, a cluster rolling under a fleet budget must be
+// healthy before it is done (its soak when longer).
+const BudgetSettle = 2 * time.Second
+
+// soakOf is the soak of a stage (by name, or of a cluster's stage when stageOf is given).
+func (p *planner) soakOf(name string, stageOf map[string]int) time.Duration {
+	var st *rolloutsv1alpha1.Stage
+	if stageOf != nil {
+		if i, ok := stageOf[name]; ok {
+			st = &p.in.Spec.Stages[i]
+		}
+	} else {
+		for i := range p.in.Spec.Stages {
+			if p.in.Spec.Stages[i].Name == name {
+				st = &p.in.Spec.Stages[i]
+			}
+		}
+	}
+	var d time.Duration
+	if st != nil && st.Soak != nil {
+		d = st.Soak.Duration
+	}
+	if p.in.Spec.MaxUnavailable != nil {
+		d = max(d, BudgetSettle)
+	}
+	return d
 }
 
 func (p *planner) markFailed(stages []rolloutsv1alpha1.StageStatus, name string) []rolloutsv1alpha1.StageStatus {

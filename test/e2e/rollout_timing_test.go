@@ -152,12 +152,22 @@ var _ = Describe("Rollout timing", Ordered, func() {
 			defer t.Stop()
 			for {
 				var sum int32
+				line := ""
 				for _, m := range members {
 					d := &appsv1.Deployment{}
 					if err := env.Members[m].Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, d); err == nil {
-						sum += max(0, ptr.Deref(d.Spec.Replicas, 1)-d.Status.AvailableReplicas)
+						u := max(0, ptr.Deref(d.Spec.Replicas, 1)-d.Status.AvailableReplicas)
+						sum += u
+						line += fmt.Sprintf(" %s:%d(%s)", m, u, d.Spec.Template.Spec.Containers[0].Image[len(d.Spec.Template.Spec.Containers[0].Image)-1:])
 					}
 				}
+				ro := &rolloutsv1alpha1.Rollout{}
+				if err := env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-deployment"}, ro); err == nil {
+					for _, c := range ro.Status.Clusters {
+						line += fmt.Sprintf(" [%s %s %s %s u%d m%d]", c.Name, c.Phase, c.Health, c.Target, c.Unavailable, ptr.Deref(c.MaxUnavailable, -1))
+					}
+				}
+				fmt.Fprintf(GinkgoWriter, "SAMPLE %d:%s\n", sum, line)
 				mu.Lock()
 				out = append(out, sum)
 				mu.Unlock()
