@@ -173,12 +173,6 @@ func renderRollout(ro *rolloutsv1alpha1.Rollout, output string, now time.Time) (
 	if c := meta.FindStatusCondition(st.Conditions, rolloutsv1alpha1.ConditionPolicyConflict); c != nil && c.Status == "True" {
 		fmt.Fprintf(&b, "Policies:  %s\n", c.Message)
 	}
-	ago := func(t interface{ IsZero() bool }, at time.Time) string {
-		if t.IsZero() {
-			return "-"
-		}
-		return duration.HumanDuration(now.Sub(at)) + " ago"
-	}
 	if len(st.Stages) > 0 {
 		fmt.Fprintln(&b)
 		w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
@@ -186,7 +180,7 @@ func renderRollout(ro *rolloutsv1alpha1.Rollout, output string, now time.Time) (
 		for _, s := range st.Stages {
 			started, took := "-", "-"
 			if s.StartedAt != nil {
-				started = ago(s.StartedAt, s.StartedAt.Time)
+				started = duration.HumanDuration(now.Sub(s.StartedAt.Time)) + " ago"
 				if s.CompletedAt != nil {
 					took = s.CompletedAt.Sub(s.StartedAt.Time).Round(time.Second).String()
 				}

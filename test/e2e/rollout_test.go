@@ -151,9 +151,15 @@ var _ = Describe("Progressive rollout: stages, soak, approval, halt and undo", O
 		GinkgoWriter.Printf("canary stage (apply, Ready, soak 2s): %s\n", canary.Round(100*time.Millisecond))
 	})
 
-	It("2. rollout approve opens the next stage and the revision becomes the stable one", func(ctx context.Context) {
-		start := time.Now()
+	It("2. paused, an approval opens nothing; resumed, the next stage opens and the revision becomes the stable one", func(ctx context.Context) {
+		Expect(flotilla(ctx, "rollout", "pause", "deploy/"+name)).To(ContainSubstring("paused"))
 		Expect(flotilla(ctx, "rollout", "approve", "deploy/"+name)).To(ContainSubstring("stage rest approved (before)"))
+		Eventually(func(g Gomega) {
+			g.Expect(rollout(ctx, g).Status.Phase).To(Equal(rolloutsv1alpha1.PhasePaused))
+		}).WithContext(ctx).Should(Succeed())
+		Expect(images(ctx, Default)).To(HaveKeyWithValue("member2", state{"registry.example/web:1", 2}))
+		start := time.Now()
+		Expect(flotilla(ctx, "rollout", "resume", "deploy/"+name)).To(ContainSubstring("resumed"))
 		Eventually(func(g Gomega) {
 			for m, s := range images(ctx, g) {
 				g.Expect(s).To(Equal(state{"registry.example/web:2", 2}), "member %s", m)
@@ -162,7 +168,7 @@ var _ = Describe("Progressive rollout: stages, soak, approval, halt and undo", O
 			g.Expect(ro.Status.Phase).To(Equal(rolloutsv1alpha1.PhaseComplete))
 			g.Expect(ro.Status.StableRevision).To(Equal(ro.Status.Revision))
 		}).WithContext(ctx).Should(Succeed())
-		GinkgoWriter.Printf("rest stage after approval (2 members Ready): %s\n", time.Since(start).Round(100*time.Millisecond))
+		GinkgoWriter.Printf("rest stage after resume (2 members Ready): %s\n", time.Since(start).Round(100*time.Millisecond))
 	})
 
 	It("3. a revision whose pods never become Ready halts at the canary, the others still serving the previous one; undo restores it", func(ctx context.Context) {
