@@ -61,6 +61,10 @@ verify: manifests generate verify-docs ## Fail when generated files are stale, c
 	@test -z "$$(git status --porcelain -- config api)" || { echo "untracked generated files:"; git status --porcelain -- config api; exit 1; }
 	go vet ./...
 
+.PHONY: rollout-timing
+rollout-timing: k8s-bins ## Progressive rollout measurements on the e2e fleet: time per stage, and a 12-replica rollout under a fleet-wide maxUnavailable of 2 sampled every second (not part of make test).
+	FLOTILLA_ROLLOUT_TIMING=1 go test ./test/e2e/ -count=1 -v -timeout 20m -ginkgo.v -ginkgo.focus "Rollout timing" | grep -E 'TIMING|Ran |PASS|FAIL|SUCCESS'
+
 .PHONY: test
 test: k8s-bins ## Unit, integration and end-to-end tests against real apiservers (binaries built on first run).
 	@# Suites that start clusters run one package at a time: on a 2-core machine several

@@ -33,6 +33,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/notacted"
 	"github.com/flotilla-io/flotilla/controllers/placementdecision"
 	"github.com/flotilla-io/flotilla/controllers/rebalancer"
+	rolloutcontroller "github.com/flotilla-io/flotilla/controllers/rollout"
 	schedulercontroller "github.com/flotilla-io/flotilla/controllers/scheduler"
 	"github.com/flotilla-io/flotilla/controllers/workstatus"
 	"github.com/flotilla-io/flotilla/internal/bindings"
@@ -260,10 +261,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	if err := detectorRef.SetupWithManager(mgr, detector.Options{Workers: o.Workers}); err != nil {
 		return nil, err
 	}
+	// Progressive rollouts: the rollout controller plans each selected template's Rollout
+	// (leader only); the binding controller renders each cluster's Work from it.
+	if err := (&rolloutcontroller.Reconciler{Interpreter: interp}).SetupWithManager(mgr, rolloutcontroller.DefaultWorkers); err != nil {
+		return nil, err
+	}
+	gate := &rolloutcontroller.Gate{Client: mgr.GetClient(), Interpreter: interp}
 	for _, nb := range []func() client.Object{newRB, newCRB} {
 		if err := (&binding.Reconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("binding-controller"),
-			Interpreter: interp, NewBinding: nb, Templates: templates, Shards: shards,
+			Interpreter: interp, NewBinding: nb, Templates: templates, Shards: shards, Rollouts: gate,
 		}).SetupWithManager(mgr, o.Workers); err != nil {
 			return nil, err
 		}

@@ -87,7 +87,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newCordonCommand(host), newUncordonCommand(host), newTaintCommand(host), newRebalanceCommand(host))
 	root.AddCommand(newTokenCommand(host), newRegisterCommand(host), newUnregisterCommand(host))
 	root.AddCommand(newMigrateCommand(host), newPromoteCommand(host))
-	root.AddCommand(newInterpretCommand(host))
+	root.AddCommand(newInterpretCommand(host), newRolloutCommand(host))
 	addCompletionExamples(root)
 	return root
 }

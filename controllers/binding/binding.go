@@ -37,6 +37,7 @@ import (
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/controllers/rollout"
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/failover"
 	"github.com/flotilla-io/flotilla/internal/handoff"
@@ -52,6 +53,13 @@ type Interpreter interface {
 	Prune(obj *unstructured.Unstructured) *unstructured.Unstructured
 	// ReviseReplicas sets the replicas a cluster was assigned.
 	ReviseReplicas(obj *unstructured.Unstructured, replicas int64) (*unstructured.Unstructured, error)
+}
+
+// RolloutGate gates a template's revisions per cluster: it returns, for the binding, how each
+// cluster's template is made and the labels its Work carries, or nil when no rollout governs
+// the binding (every cluster is rendered from the template as it is).
+type RolloutGate interface {
+	For(ctx context.Context, rb client.Object, tmpl *unstructured.Unstructured) (rollout.ClusterTemplate, error)
 }
 
 // FieldOwner is the field manager of the binding controller's status fields.
@@ -72,6 +80,9 @@ type Reconciler struct {
 	// Templates, when set, holds the templates the detector read for their bindings: the
 	// version a binding names is taken from there rather than read from the host again.
 	Templates *handoff.Templates
+	// Rollouts, when set, says which revision of the template each cluster's Work carries
+	// (progressive rollouts, controllers/rollout).
+	Rollouts RolloutGate
 
 	// created remembers, by binding (its permanent id), the Works this controller created
 	// that its cache may not show yet. The binding's deletion can come before they do (a
@@ -147,6 +158,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		var gate rollout.ClusterTemplate
+		if r.Rollouts != nil {
+			if gate, err = r.Rollouts.For(ctx, rb, tmpl); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		for _, tc := range targets {
 			wanted[tc.Name] = true
 			cluster := &clusterv1alpha1.Cluster{}
@@ -161,11 +178,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				// them again would keep it from going. The scheduler moves the binding off it.
 				continue
 			}
-			work, err := r.render(rb, tmpl, cluster, tc.Replicas, cops, ops)
+			clusterTmpl, revision := tmpl, map[string]string(nil)
+			if gate != nil {
+				clusterTmpl, revision = gate(tc.Name)
+			}
+			work, err := r.render(rb, clusterTmpl, cluster, tc.Replicas, cops, ops)
 			if err != nil {
 				renderErrs = append(renderErrs, fmt.Errorf("cluster %s: %w", tc.Name, err))
 				continue
 			}
+			maps.Copy(work.Labels, revision)
 			if cur := existing[tc.Name]; cur != nil && cur.DeletionTimestamp != nil {
 				// Its deletion event brings the binding back to write it anew.
 				waiting = true

@@ -2,6 +2,7 @@ package binding
 
 import (
 	"context"
+	"maps"
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,6 +16,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	rolloutsv1alpha1 "github.com/flotilla-io/flotilla/api/rollouts/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/bindings"
@@ -91,10 +93,47 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 			return r.bindingsIn(ctx, "")
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&rolloutsv1alpha1.Rollout{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if cluster {
+				return nil // Rollouts are of ResourceBindings, same namespace and name
+			}
+			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
+		}), builder.WithPredicates(rolloutTargetsChanged())).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.bindingsOn(ctx, o.GetName())
 		}), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})))
 	return r.Shards.Complete(b, shard.ListFrom(mgr.GetCache(), func() client.ObjectList { return bindings.NewList(sample) }), r)
+}
+
+// rolloutTargetsChanged passes Rollout events that change what a cluster's Work is rendered
+// from: its creation or deletion, the stable revision, or a cluster's target or budget share.
+func rolloutTargetsChanged() predicate.Predicate {
+	type target struct {
+		rev string
+		max int32
+	}
+	targets := func(o client.Object) (string, map[string]target) {
+		ro, ok := o.(*rolloutsv1alpha1.Rollout)
+		if !ok {
+			return "", nil
+		}
+		out := map[string]target{}
+		for _, c := range ro.Status.Clusters {
+			t := target{rev: c.Target}
+			if c.MaxUnavailable != nil {
+				t.max = *c.MaxUnavailable
+			}
+			out[c.Name] = t
+		}
+		return ro.Status.StableRevision, out
+	}
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			s1, t1 := targets(e.ObjectOld)
+			s2, t2 := targets(e.ObjectNew)
+			return s1 != s2 || !maps.Equal(t1, t2)
+		},
+	}
 }
 
 // workSpecOrDeleted passes Work events that need the binding to re-render: deletion (a Work

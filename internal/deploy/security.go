@@ -57,6 +57,9 @@ var managerReasons = map[string]string{
 	"work.karmada.io|clusterresourcebindings,resourcebindings|":                                                   "bindings: created by the detector with the claim, updated by the scheduler, binding controller and failover",
 	"work.karmada.io|clusterresourcebindings/status,resourcebindings/status,works/status|":                        "binding and Work status",
 	"work.karmada.io|works|":                                                                                      "Works: one per binding and cluster, and one per FederatedResourceQuota static assignment (its member ResourceQuota); deletecollection when a Cluster is unjoined",
+	"rollouts.flotilla.io|clusterrolloutpolicies,rolloutpolicies|":                                                "read rollout policies (progressive rollouts)",
+	"rollouts.flotilla.io|rollouts|":                                                                              "Rollouts: one per ResourceBinding a rollout policy selects, owned by it; deleted when no policy selects the template any more",
+	"rollouts.flotilla.io|rollouts/status|":                                                                       "Rollout status: revisions, stages, every cluster's revision, the stable revision's template",
 }
 
 func ruleKey(r rbacv1.PolicyRule) string {

@@ -186,6 +186,12 @@ metadata: {name: bad, namespace: invalid}
 const sel = `
   resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]
 `
+const ropHead = `
+apiVersion: rollouts.flotilla.io/v1alpha1
+kind: RolloutPolicy
+metadata: {name: bad, namespace: invalid}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]`
 const opHead = `
 apiVersion: policy.karmada.io/v1alpha1
 kind: OverridePolicy
@@ -485,6 +491,25 @@ metadata: {name: bad}
 spec:
   target: {apiVersion: a/b/c, kind: Cache}
   customizations: {healthInterpretation: {luaScript: "function InterpretHealth(o) return true end"}}`, []string{"spec.target.apiVersion", "'group/version'"}},
+	{"RolloutPolicy with a progress deadline shorter than the soak", ropHead + `
+  stages: [{name: canary, soak: 10m, healthGate: {progressDeadline: 5m}}]`, []string{"spec.stages[0]", "progressDeadline must not be shorter than soak"}},
+	{"RolloutPolicy stage picking clusters two ways", ropHead + `
+  stages: [{name: canary, clusters: {names: [m1], percent: 10}}]`, []string{"spec.stages[0].clusters", "exactly one of names, labelSelector, percent"}},
+	{"RolloutPolicy with two stages of one name", ropHead + `
+  stages: [{name: a}, {name: a}]`, []string{"spec", "names must be unique"}},
+	{"RolloutPolicy with maxUnavailable 0", ropHead + `
+  maxUnavailable: 0
+  stages: [{name: a}]`, []string{"spec.maxUnavailable", "at least 1"}},
+	{"RolloutPolicy with a bad maxConcurrency percent", ropHead + `
+  stages: [{name: a, maxConcurrency: "150%"}]`, []string{"spec.stages[0].maxConcurrency"}},
+	{"ClusterRolloutPolicy with an unknown onFailure", `
+apiVersion: rollouts.flotilla.io/v1alpha1
+kind: ClusterRolloutPolicy
+metadata: {name: bad}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]
+  onFailure: Retry
+  stages: [{name: a}]`, []string{"spec.onFailure", "Hold", "Rollback"}},
 }
 
 var _ = Describe("Invalid objects", func() {
