@@ -72,6 +72,9 @@ type Reconciler struct {
 	// Templates, when set, holds the templates the detector read for their bindings: the
 	// version a binding names is taken from there rather than read from the host again.
 	Templates *handoff.Templates
+	// SuccessEvents records SyncWorkSucceed when a binding's Works are written anew
+	// (--record-success-events); failures are always recorded.
+	SuccessEvents bool
 
 	// created remembers, by binding (its permanent id), the Works this controller created
 	// that its cache may not show yet. The binding's deletion can come before they do (a
@@ -221,7 +224,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			waiting = true
 		}
 	}
-	if len(written) > 0 {
+	if len(written) > 0 && r.SuccessEvents {
 		r.Recorder.Eventf(rb, nil, corev1.EventTypeNormal, wellknown.EventReasonSyncWorkSucceed, "SyncWork",
 			"Synced Works to %s", strings.Join(written, ", "))
 	}

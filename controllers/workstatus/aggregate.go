@@ -67,6 +67,10 @@ type AggregateReconciler struct {
 	// APIReader reads a Job template before its status is written: a Job's status may only
 	// move forward (counters, conditions, times), so it is aggregated onto the current one.
 	APIReader client.Reader
+	// SuccessEvents records AggregateStatusSucceed whenever a binding becomes FullyApplied
+	// (--record-success-events). Without it the event is recorded only for a recovery: a
+	// binding whose status said it was not fully applied (a Work failed) and now is.
+	SuccessEvents bool
 
 	// written is, by binding, the template status last written (with the template's UID),
 	// so that a status that changes nothing is not written again. A restart forgets it and
@@ -171,9 +175,17 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	stale := !bindings.ConditionCurrent(status.Conditions, cond) || !equality.Semantic.DeepEqual(status.AggregatedStatus, items) ||
 		status.ClustersReady != clustersReady
 	if last, written := r.writtenBinding.Load(req.NamespacedName); (written && last != memo) || (!written && stale) {
-		wasApplied := meta.IsStatusConditionTrue(status.Conditions, wellknown.ConditionFullyApplied)
+		// What the status said before this write: what this process last wrote, else the
+		// cached copy (no condition at all before the first write).
+		was := metav1.ConditionUnknown
+		if c := meta.FindStatusCondition(status.Conditions, wellknown.ConditionFullyApplied); c != nil {
+			was = c.Status
+		}
 		if written {
-			wasApplied = last.fullyApplied
+			was = metav1.ConditionFalse
+			if last.fullyApplied {
+				was = metav1.ConditionTrue
+			}
 		}
 		if err := bindings.ApplyStatus(ctx, r.Client, rb, AggregateFieldOwner, map[string]any{
 			"conditions":       []metav1.Condition{bindings.Condition(status.Conditions, cond)},
@@ -183,7 +195,7 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			return ctrl.Result{}, err
 		}
 		r.writtenBinding.Store(req.NamespacedName, memo)
-		if cond.Status == metav1.ConditionTrue && !wasApplied {
+		if announceFullyApplied(r.SuccessEvents, was, cond.Status) {
 			r.Recorder.Eventf(rb, nil, corev1.EventTypeNormal, wellknown.EventReasonAggregateStatusSucceed, "Aggregate",
 				"Update resourceBinding(%s) with AggregatedStatus successfully", req.String())
 		}
@@ -414,4 +426,16 @@ func (r *AggregateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) er
 			return []reconcile.Request{{NamespacedName: key}}
 		}), builder.WithPredicates(predicate.Funcs{GenericFunc: func(event.GenericEvent) bool { return false }}))
 	return r.Shards.Complete(b, shard.ListFrom(mgr.GetCache(), func() client.ObjectList { return bindings.NewList(sample) }), r)
+}
+
+// announceFullyApplied tells whether a binding's FullyApplied condition going from was
+// (Unknown: no condition yet) to now gets an AggregateStatusSucceed event. A recovery (False
+// to True: a Work had failed, and a Warning said so) is a state change a person may be
+// waiting for, and always gets one; a first propagation (no condition to True) is a success
+// only, recorded with --record-success-events.
+func announceFullyApplied(successEvents bool, was, now metav1.ConditionStatus) bool {
+	if now != metav1.ConditionTrue || was == metav1.ConditionTrue {
+		return false
+	}
+	return successEvents || was == metav1.ConditionFalse
 }
