@@ -278,6 +278,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		if err := (&workstatus.AggregateReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("binding-status-controller"), NewBinding: nb,
 			Interpreter: interp, APIReader: mgr.GetAPIReader(), Shards: shards, SuccessEvents: o.RecordSuccessEvents,
+			SchedulerName: o.SchedulerName,
 		}).SetupWithManager(mgr, o.Workers); err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -33,6 +34,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/memo"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
@@ -71,6 +73,10 @@ type AggregateReconciler struct {
 	// (--record-success-events). Without it the event is recorded only for a recovery: a
 	// binding whose status said it was not fully applied (a Work failed) and now is.
 	SuccessEvents bool
+	// SchedulerName is the scheduler of this manager (--scheduler-name; "" is
+	// default-scheduler): the first placement of its bindings, made at creation, is reported
+	// in the first status this controller writes (see schedulerFields).
+	SchedulerName string
 
 	// written is, by binding, the template status last written (with the template's UID),
 	// so that a status that changes nothing is not written again. A restart forgets it and
@@ -187,11 +193,28 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 				was = metav1.ConditionTrue
 			}
 		}
-		if err := bindings.ApplyStatus(ctx, r.Client, rb, AggregateFieldOwner, map[string]any{
+		fields := map[string]any{
 			"conditions":       []metav1.Condition{bindings.Condition(status.Conditions, cond)},
 			"aggregatedStatus": items,
 			"clustersReady":    clustersReady,
-		}); err != nil {
+		}
+		apply := bindings.ApplyStatus
+		if sched, ok := r.schedulerFields(rb, spec, status); ok {
+			fields["conditions"] = append(fields["conditions"].([]metav1.Condition), sched.cond)
+			fields["schedulerObservedGeneration"] = sched.observedGeneration
+			if sched.lastScheduled != nil {
+				fields["lastScheduledTime"] = sched.lastScheduled
+			}
+			// The scheduler's fields are as the binding read says: a precondition, so that a
+			// newer write of the scheduler is never put back.
+			apply = bindings.ApplyStatusIfCurrent
+		}
+		if err := apply(ctx, r.Client, rb, AggregateFieldOwner, fields); err != nil {
+			if apierrors.IsConflict(err) {
+				// The binding changed since the cache's copy; status-only changes do not
+				// bring it back (SetupWithManager), so look again shortly.
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			}
 			return ctrl.Result{}, err
 		}
 		r.writtenBinding.Store(req.NamespacedName, memo)
@@ -438,4 +461,43 @@ func announceFullyApplied(successEvents bool, was, now metav1.ConditionStatus) b
 		return false
 	}
 	return successEvents || was == metav1.ConditionFalse
+}
+
+// conflictRetry is when a binding whose status write met a newer version is looked at again.
+const conflictRetry = 200 * time.Millisecond
+
+// schedulerStatus is the scheduler's part of a binding's status, as the binding-status
+// controller writes it.
+type schedulerStatus struct {
+	cond               metav1.Condition
+	observedGeneration int64
+	lastScheduled      *metav1.Time
+}
+
+// schedulerFields returns the scheduler's status fields this controller writes with its own,
+// and whether it writes them. A binding created placed by this manager's scheduler
+// (scheduler.FirstPlacementUnreported) gets its Scheduled condition, schedulerObservedGeneration
+// and lastScheduledTime (its creation: it was placed just before) in this controller's first
+// write: the scheduler leaves them to it (scheduler.FirstStatusGrace), which saves a status
+// write per binding. Until the scheduler writes a later generation, every write of this
+// controller carries them again, as the binding says they are: a server-side apply that
+// leaves out fields its manager applied before removes them, and they must stay.
+func (r *AggregateReconciler) schedulerFields(rb client.Object, spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus) (schedulerStatus, bool) {
+	own := r.SchedulerName
+	if own == "" {
+		own = wellknown.DefaultSchedulerName
+	}
+	if spec.Placement == nil || (spec.SchedulerName != "" && spec.SchedulerName != own) {
+		return schedulerStatus{}, false
+	}
+	if scheduler.FirstPlacementUnreported(rb.GetGeneration(), rb.GetAnnotations(), spec, status) {
+		created := rb.GetCreationTimestamp()
+		return schedulerStatus{cond: bindings.Condition(status.Conditions, scheduler.ScheduledCondition(spec.Clusters, rb.GetGeneration())),
+			observedGeneration: rb.GetGeneration(), lastScheduled: &created}, true
+	}
+	c := meta.FindStatusCondition(status.Conditions, wellknown.ConditionScheduled)
+	if c == nil || status.SchedulerObservedGeneration > 1 {
+		return schedulerStatus{}, false
+	}
+	return schedulerStatus{cond: *c, observedGeneration: status.SchedulerObservedGeneration, lastScheduled: status.LastScheduledTime}, true
 }
