@@ -26,3 +26,20 @@ func TestQueuePriority(t *testing.T) {
 		}
 	}
 }
+
+func TestInitialPriority(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sp   *workv1alpha2.SchedulePriority
+		want int
+	}{
+		{"none: behind what is created meanwhile", nil, handler.LowPriority},
+		{"negative: behind it too", &workv1alpha2.SchedulePriority{Priority: -5}, handler.LowPriority},
+		{"high: keeps its place, highest first", &workv1alpha2.SchedulePriority{Priority: 1000}, 1000},
+	} {
+		rb := &workv1alpha2.ResourceBinding{Spec: workv1alpha2.ResourceBindingSpec{SchedulePriority: tc.sp}}
+		if got := initialPriority(rb); got != tc.want {
+			t.Errorf("%s: initialPriority = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
