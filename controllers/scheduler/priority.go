@@ -38,14 +38,17 @@ func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], low bool
 }
 
 // initialPriority is the priority of a binding the cache's initial list holds (at start,
-// every binding, which is checked again and is usually placed already): LowPriority, so that
-// a binding created or changed meanwhile goes first, unless its schedulePriority is above
-// the default, which keeps its place ("highest first" holds at start too).
+// every binding, which is checked again and is usually placed already): one below its
+// QueuePriority when that is the default or lower, so that a binding of the default priority
+// created or changed meanwhile goes first; a schedulePriority above the default keeps its
+// place. The order among the bindings of the initial list is kept ("highest first" holds at
+// start too), down to LowPriority.
 func initialPriority(o client.Object) int {
-	if p := QueuePriority(o); p > 0 {
+	p := QueuePriority(o)
+	if p > 0 {
 		return p
 	}
-	return handler.LowPriority
+	return max(p-1, handler.LowPriority)
 }
 
 // enqueueAt adds the bindings' keys at the priority priority gives each.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -180,7 +181,12 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	memo := bindingMemo(rb, cond, items, clustersReady)
 	stale := !bindings.ConditionCurrent(status.Conditions, cond) || !equality.Semantic.DeepEqual(status.AggregatedStatus, items) ||
 		status.ClustersReady != clustersReady
-	if last, written := r.writtenBinding.Load(req.NamespacedName); (written && last != memo) || (!written && stale) {
+	last, written := r.writtenBinding.Load(req.NamespacedName)
+	// The binding's status is as it should be and this process has not written it: a
+	// manager that has just started (or taken the shard over). The template's status is
+	// then read and compared before it is written (see writeTemplateStatus).
+	verify := !written && !stale
+	if (written && last != memo) || (!written && stale) {
 		// What the status said before this write: what this process last wrote, else the
 		// cached copy (no condition at all before the first write).
 		was := metav1.ConditionUnknown
@@ -223,7 +229,7 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 				"Update resourceBinding(%s) with AggregatedStatus successfully", req.String())
 		}
 	}
-	return ctrl.Result{}, r.writeTemplateStatus(ctx, req.NamespacedName, rb, spec, works, items)
+	return ctrl.Result{}, r.writeTemplateStatus(ctx, req.NamespacedName, rb, spec, works, items, verify)
 }
 
 // writeTemplateStatus writes the fleet's status onto the template, replacing its status
@@ -235,8 +241,12 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // the host's status. Pods are left alone. The write is a JSON patch of the status subresource that
 // first tests the UID, so a template deleted and created again under the same name never
 // gets its predecessor's status.
+//
+// With verify (the binding's status was already current when this process first looked at
+// it: a restart), the template's status is read first and written only if it differs, so
+// that a restart over templates whose status is right writes nothing (a read instead).
 func (r *AggregateReconciler) writeTemplateStatus(ctx context.Context, key types.NamespacedName, rb client.Object,
-	spec *workv1alpha2.ResourceBindingSpec, works map[string]*workv1alpha1.Work, items []workv1alpha2.AggregatedStatusItem) error {
+	spec *workv1alpha2.ResourceBindingSpec, works map[string]*workv1alpha1.Work, items []workv1alpha2.AggregatedStatusItem, verify bool) error {
 	if r.Interpreter == nil || spec.Resource.UID == "" {
 		return nil
 	}
@@ -309,8 +319,19 @@ func (r *AggregateReconciler) writeTemplateStatus(ctx context.Context, key types
 	}
 	// Kept per binding for the manager's lifetime: a digest, not the status itself.
 	memo := sha256.Sum256(append([]byte(spec.Resource.UID), patch...))
-	if last, ok := r.written.Load(key); ok && last == memo {
+	last, ok := r.written.Load(key)
+	if ok && last == memo {
 		return nil
+	}
+	if !ok && verify && r.APIReader != nil {
+		same, err := r.templateStatusIs(ctx, tmpl, spec.Resource.UID, status)
+		if err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if same {
+			r.written.Store(key, memo)
+			return nil
+		}
 	}
 	err = r.Client.Status().Patch(ctx, tmpl, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(TemplateStatusFieldOwner))
 	switch {
@@ -500,4 +521,60 @@ func (r *AggregateReconciler) schedulerFields(rb client.Object, spec *workv1alph
 		return schedulerStatus{}, false
 	}
 	return schedulerStatus{cond: *c, observedGeneration: status.SchedulerObservedGeneration, lastScheduled: status.LastScheduledTime}, true
+}
+
+// templateStatusIs reports whether the template (of that UID) has status already, read from
+// the host, compared as JSON values.
+func (r *AggregateReconciler) templateStatusIs(ctx context.Context, tmpl *unstructured.Unstructured, uid types.UID, status map[string]any) (bool, error) {
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(tmpl.GroupVersionKind())
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: tmpl.GetNamespace(), Name: tmpl.GetName()}, cur); err != nil {
+		return false, err
+	}
+	if cur.GetUID() != uid {
+		return false, nil
+	}
+	return sameJSON(r.typedStatus(cur.GroupVersionKind(), cur.Object["status"]), r.typedStatus(cur.GroupVersionKind(), status)), nil
+}
+
+// typedStatus is status as the host stores it for a kind the scheme knows (decoded into its
+// Go type and encoded again: fields at their zero value and marked omitempty are left out,
+// as the apiserver leaves them out), and status itself for other kinds.
+func (r *AggregateReconciler) typedStatus(gvk schema.GroupVersionKind, status any) any {
+	obj, err := r.Client.Scheme().New(gvk)
+	if err != nil {
+		return status
+	}
+	u := map[string]any{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind, "status": status}
+	data, err := json.Marshal(u)
+	if err != nil {
+		return status
+	}
+	if err := json.Unmarshal(data, obj); err != nil {
+		return status
+	}
+	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return status
+	}
+	return out["status"]
+}
+
+// sameJSON reports whether a and b are the same JSON value (numbers compared as JSON
+// numbers, whatever Go type decoded them).
+func sameJSON(a, b any) bool {
+	norm := func(v any) (any, bool) {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return nil, false
+		}
+		var out any
+		if err := json.Unmarshal(data, &out); err != nil {
+			return nil, false
+		}
+		return out, true
+	}
+	na, ok1 := norm(a)
+	nb, ok2 := norm(b)
+	return ok1 && ok2 && equality.Semantic.DeepEqual(na, nb)
 }

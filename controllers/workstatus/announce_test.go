@@ -36,3 +36,22 @@ func TestAnnounceFullyApplied(t *testing.T) {
 		})
 	}
 }
+
+func TestSameJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a, b any
+		want bool
+	}{
+		{"numbers decoded as int64 and float64", map[string]any{"replicas": int64(3)}, map[string]any{"replicas": float64(3)}, true},
+		{"numbers as int32 and int64", map[string]any{"replicas": int32(3)}, map[string]any{"replicas": int64(3)}, true},
+		{"a value differs", map[string]any{"replicas": int64(3)}, map[string]any{"replicas": int64(2)}, false},
+		{"a field more", map[string]any{"replicas": int64(3)}, map[string]any{"replicas": int64(3), "ready": int64(1)}, false},
+		{"no status and an empty one", nil, map[string]any{}, false},
+		{"both absent", nil, nil, true},
+	} {
+		if got := sameJSON(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: sameJSON = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
