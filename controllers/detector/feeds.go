@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/flotilla-io/flotilla/internal/handoff"
 )
 
 // Feeds: whole templates as they change, so that the detector does not read them again.
@@ -33,10 +36,11 @@ import (
 // watch has reached, so it sends no initial list.
 
 const (
-	// feedSize and feedTTL bound what the feeds hold: about one bulk of templates, for as
-	// long as the detector takes to come to them under load.
-	feedSize = 2048
-	feedTTL  = time.Minute
+	// feedSize and feedTTL bound what the feeds hold: about a minute of templates created
+	// at the bench's pace, for as long as the detector takes to come to them under load (a
+	// few seconds on the bench), as the binding controller's hand-off.
+	feedSize = handoff.DefaultSize
+	feedTTL  = handoff.DefaultTTL
 	// feedRetry is how long a feed whose watch ended in an error waits before it starts
 	// again.
 	feedRetry = time.Second
@@ -131,8 +135,8 @@ func (w *watcher) consumeFeed(wi watch.Interface, rv string) string {
 		switch ev.Type {
 		case watch.Added, watch.Modified:
 			if u, ok := ev.Object.(*unstructured.Unstructured); ok {
-				w.seen.Put(u)
 				rv = u.GetResourceVersion()
+				w.seen.Put(trimFed(u))
 			}
 		case watch.Bookmark:
 			if m, err := meta.Accessor(ev.Object); err == nil && m.GetResourceVersion() != "" {
@@ -170,4 +174,19 @@ func (w *watcher) fed(tmpl *metav1.PartialObjectMetadata) (*unstructured.Unstruc
 		u.SetGroupVersionKind(tmpl.GroupVersionKind())
 	}
 	return u, ok
+}
+
+// trimFed drops what no reader of a fed template uses, so that the feeds hold less: its
+// managedFields and kubectl's last-applied-configuration (the binding controller prunes both
+// from what it renders, and the detector's fingerprint of the metadata leaves the annotation
+// out).
+func trimFed(u *unstructured.Unstructured) *unstructured.Unstructured {
+	u.SetManagedFields(nil)
+	if ann := u.GetAnnotations(); ann != nil {
+		if _, ok := ann[corev1.LastAppliedConfigAnnotation]; ok {
+			delete(ann, corev1.LastAppliedConfigAnnotation)
+			u.SetAnnotations(ann)
+		}
+	}
+	return u
 }
