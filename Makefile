@@ -81,10 +81,10 @@ test-e2e: k8s-bins ## End-to-end suite: both scenarios and the propagation rules
 	go test $(GO_TEST_FLAGS) ./test/e2e/... -timeout 20m -v -ginkgo.v
 
 .PHONY: bench
-bench: k8s-bins ## Benchmarks: scheduler cycles, propagation of 1,000 Deployments onto 3 members, manager memory (figures printed).
+bench: k8s-bins ## Benchmarks: scheduler cycles, propagation of 1,000 Deployments onto 3 members (requests, CPU and time against the floor), a manager restart over 10,000 bound templates (FLOTILLA_BENCH_RESTART_TEMPLATES), manager memory (figures printed).
 	go test -run '^$$' -bench . -benchmem -benchtime 200x ./internal/scheduler/...
 	go test -run '^$$' -bench . -benchtime 5000x ./internal/customization/
-	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/...
+	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/bench/...
 
 .PHONY: bench-scale
 bench-scale: k8s-bins ## Opt-in scale bench: 20 apiserver-only members, 5,000 Divided and 1,000 Duplicated templates, one manager; table and PNG plots (docs/bench-scale/). FLOTILLA_SCALE_* size it.

@@ -134,6 +134,10 @@ func (o *options) bind(fs *flag.FlagSet) {
 		}
 		return nil
 	})
+	fs.BoolVar(&o.controllers.RecordSuccessEvents, "record-success-events", false,
+		"Also record the Normal events that only say a propagation went as asked (AggregateStatusSucceed when a binding is first FullyApplied, SyncWorkSucceed, "+
+			"SyncScheduleResultToDependenciesSucceed, PlacementDecisionPublished): a write to the host per template each. Failures and state changes "+
+			"(a template changing policy, a new placement, a recovery, an eviction, a cluster's health) are always recorded.")
 	fs.BoolVar(&o.controllers.PlacementDecisions, "placement-decisions", false,
 		"Publish where each binding is scheduled as PlacementDecisions (multicluster.x-k8s.io, KEP-5313): in the ResourceBinding's namespace, or the ClusterProfiles' for a ClusterResourceBinding (docs/cluster-inventory.md).")
 }

@@ -97,6 +97,13 @@ type Options struct {
 	// PlacementDecisions publishes each binding's placement as PlacementDecisions (off by
 	// default).
 	PlacementDecisions bool
+	// RecordSuccessEvents records the Normal events that only say a template's propagation
+	// went as asked (AggregateStatusSucceed when a binding is first FullyApplied,
+	// SyncWorkSucceed, SyncScheduleResultToDependenciesSucceed, PlacementDecisionPublished).
+	// Off by default: each is a write to the host per template, and needs nobody's attention.
+	// Failures and state changes (a new policy or placement, a recovery, an eviction, a
+	// cluster's health) are always recorded.
+	RecordSuccessEvents bool
 	// NoClusterAPIJoin turns off joining Cluster API Clusters labelled flotilla.io/join=true
 	// (on by default when Cluster API's CRDs are on the host).
 	NoClusterAPIJoin bool
@@ -232,6 +239,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		return nil, err
 	}
 	deps := dependencies.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("dependencies-distributor"), interp)
+	deps.SuccessEvents = o.RecordSuccessEvents
 	if err := deps.SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
 	}
@@ -271,6 +279,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		if err := (&binding.Reconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("binding-controller"),
 			Interpreter: interp, NewBinding: nb, Templates: templates, Shards: shards, Rollouts: gate,
+			SuccessEvents: o.RecordSuccessEvents,
 		}).SetupWithManager(mgr, o.Workers); err != nil {
 			return nil, err
 		}
@@ -287,7 +296,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 		}
 		if err := (&workstatus.AggregateReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("binding-status-controller"), NewBinding: nb,
-			Interpreter: interp, APIReader: mgr.GetAPIReader(), Shards: shards,
+			Interpreter: interp, APIReader: mgr.GetAPIReader(), Shards: shards, SuccessEvents: o.RecordSuccessEvents,
+			SchedulerName: o.SchedulerName,
 		}).SetupWithManager(mgr, o.Workers); err != nil {
 			return nil, err
 		}
@@ -321,7 +331,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	// Opt-in: each binding's placement as PlacementDecisions (leader only).
 	if o.PlacementDecisions {
 		for _, nb := range []func() client.Object{newRB, newCRB} {
-			if err := (&placementdecision.Reconciler{NewBinding: nb, ProfileNamespace: profiles.Options.Namespace}).SetupWithManager(mgr); err != nil {
+			if err := (&placementdecision.Reconciler{NewBinding: nb, ProfileNamespace: profiles.Options.Namespace, SuccessEvents: o.RecordSuccessEvents}).SetupWithManager(mgr); err != nil {
 				return nil, err
 			}
 		}

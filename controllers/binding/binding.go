@@ -83,6 +83,9 @@ type Reconciler struct {
 	// Rollouts, when set, says which revision of the template each cluster's Work carries
 	// (progressive rollouts, controllers/rollout).
 	Rollouts RolloutGate
+	// SuccessEvents records SyncWorkSucceed when a binding's Works are written anew
+	// (--record-success-events); failures are always recorded.
+	SuccessEvents bool
 
 	// created remembers, by binding (its permanent id), the Works this controller created
 	// that its cache may not show yet. The binding's deletion can come before they do (a
@@ -243,7 +246,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			waiting = true
 		}
 	}
-	if len(written) > 0 {
+	if len(written) > 0 && r.SuccessEvents {
 		r.Recorder.Eventf(rb, nil, corev1.EventTypeNormal, wellknown.EventReasonSyncWorkSucceed, "SyncWork",
 			"Synced Works to %s", strings.Join(written, ", "))
 	}

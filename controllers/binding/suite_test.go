@@ -43,7 +43,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	for _, nb := range fleettest.BindingKinds() {
 		Expect((&binding.Reconciler{
 			Client: mgr.GetClient(), APIReader: templateReads, Recorder: mgr.GetEventRecorder("binding-controller"),
-			Interpreter: interpreter.Interpreter{}, NewBinding: nb, Templates: templates,
+			Interpreter: interpreter.Interpreter{}, NewBinding: nb, Templates: templates, SuccessEvents: true,
 		}).SetupWithManager(mgr, 4)).To(Succeed())
 	}
 	fleettest.StartManager(mgr)

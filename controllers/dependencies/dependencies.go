@@ -59,6 +59,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Interpreter lists dependencies.
 	Interpreter Interpreter
+	// SuccessEvents records SyncScheduleResultToDependenciesSucceed when a dependency's
+	// binding is written (--record-success-events); failures are always recorded.
+	SuccessEvents bool
 
 	waits *waitlist
 	// announced holds, per workload binding, the missing dependencies last reported, so
@@ -212,7 +215,7 @@ func (r *Reconciler) syncDependencies(ctx context.Context, rb *workv1alpha2.Reso
 	}
 	r.waits.set(parent, waitFor)
 	r.announce(tmpl, rb, missing, refused)
-	if len(written) > 0 {
+	if len(written) > 0 && r.SuccessEvents {
 		r.Recorder.Eventf(tmpl, rb, corev1.EventTypeNormal, wellknown.EventReasonSyncScheduleResultToDependenciesSucceed, "PropagateDeps",
 			"Dependencies follow the workload: %s", strings.Join(written, ", "))
 	}

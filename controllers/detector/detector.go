@@ -626,10 +626,14 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 		return false, nil
 	}
 
-	full := &unstructured.Unstructured{}
-	full.SetGroupVersionKind(key.GVK)
-	if err := r.APIReader.Get(ctx, key.NamespacedName, full); err != nil {
-		return false, client.IgnoreNotFound(err)
+	// The version the metadata watch showed, as a feed saw it whole; else read from the host.
+	full, fed := r.watcher.fed(tmpl)
+	if !fed {
+		full = &unstructured.Unstructured{}
+		full.SetGroupVersionKind(key.GVK)
+		if err := r.APIReader.Get(ctx, key.NamespacedName, full); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
 	}
 	replicas, req, err := r.Interpreter.GetReplicas(full)
 	if err != nil {

@@ -33,7 +33,7 @@ func TestPolicyFindsTemplatesOfThePendingWatch(t *testing.T) {
 		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 			Labels: map[string]string{"app": name}}}
 	}
-	w := newWatcher(nil, nil, nil, nil, time.Minute)
+	w := newWatcher(nil, nil, nil, nil, nil, time.Minute)
 	w.informers[gvk] = &informer{inf: store(template("old", "api")), namespaces: map[string]bool{"old": true}}
 	w.pending[gvk] = &informer{inf: store(template("old", "api"), template("new", "web")),
 		namespaces: map[string]bool{"old": true, "new": true}}

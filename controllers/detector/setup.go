@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,6 +50,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	dyn, err := dynamic.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
 	c, err := controller.NewTyped[Key]("detector", mgr, controller.TypedOptions[Key]{
 		Reconciler:              r,
 		MaxConcurrentReconciles: opts.Workers,
@@ -62,7 +67,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := setupBindingIndexes(context.Background(), mgr); err != nil {
 		return err
 	}
-	r.watcher = newWatcher(mgr.GetCache(), disco, meta, mgr.GetAPIReader(), opts.DiscoveryInterval)
+	r.watcher = newWatcher(mgr.GetCache(), disco, meta, dyn, mgr.GetAPIReader(), opts.DiscoveryInterval)
 	r.Client = &templateClient{Client: r.Client, w: r.watcher}
 	// Template events, and the opt-in and opt-out of namespaces, come from the watcher.
 	if err := c.Watch(r.watcher.source()); err != nil {

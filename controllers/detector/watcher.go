@@ -13,19 +13,24 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/internal/handoff"
 )
 
 // watcher keeps the detector's metadata-only watches of templates, bounded so that the
@@ -71,10 +76,13 @@ import (
 // template kind once more, in pages. One watch per kind and opted-in namespace would avoid
 // both, but costs an informer (some 50 KiB) per pair: thousands with a hundred namespaces.
 type watcher struct {
-	cache    cache.Cache // the manager's: CRDs, Namespaces and policies
-	disco    discovery.DiscoveryInterface
-	meta     metadata.Interface
-	live     client.Reader
+	cache cache.Cache // the manager's: CRDs, Namespaces and policies
+	disco discovery.DiscoveryInterface
+	meta  metadata.Interface
+	dyn   dynamic.Interface
+	live  client.Reader
+	// seen holds the whole templates the feeds saw last (see feeds.go).
+	seen     *handoff.Templates
 	interval time.Duration
 	trigger  chan struct{}
 	rescope  chan struct{}
@@ -98,6 +106,11 @@ type watcher struct {
 	// pending are namespaced kinds' replacement informers for a new set of opted-in
 	// namespaces, until they have synced.
 	pending map[schema.GroupVersionKind]*informer
+	// named are the namespaced kinds some policy's resourceSelectors name: their templates
+	// are fed whole (feeds.go).
+	named map[schema.GroupVersionKind]bool
+	// feeds are the running feeds, by kind and namespace.
+	feeds map[feedKey]context.CancelFunc
 }
 
 // rescopeDelay lets a burst of namespace opt-ins and opt-outs settle before the watches of
@@ -110,8 +123,9 @@ type kindInfo struct {
 	namespaced bool
 }
 
-func newWatcher(c cache.Cache, d discovery.DiscoveryInterface, m metadata.Interface, live client.Reader, interval time.Duration) *watcher {
-	return &watcher{cache: c, disco: d, meta: m, live: live, interval: interval,
+func newWatcher(c cache.Cache, d discovery.DiscoveryInterface, m metadata.Interface, dyn dynamic.Interface, live client.Reader, interval time.Duration) *watcher {
+	return &watcher{cache: c, disco: d, meta: m, dyn: dyn, live: live, interval: interval,
+		seen: handoff.NewLatest(feedSize, feedTTL), named: map[schema.GroupVersionKind]bool{}, feeds: map[feedKey]context.CancelFunc{},
 		trigger: make(chan struct{}, 1), rescope: make(chan struct{}, 1), queueReady: make(chan struct{}),
 		discovered: map[schema.GroupVersionKind]kindInfo{}, scanned: map[schema.GroupVersionKind]bool{},
 		wanted: map[schema.GroupVersionKind]bool{}, optedIn: map[string]bool{},
@@ -134,6 +148,19 @@ func (w *watcher) enqueue(keys ...Key) {
 	for _, k := range keys {
 		w.queue.Add(k)
 	}
+}
+
+// enqueueLow adds keys at controller-runtime's low priority: the templates a watch's initial
+// list holds (at start, all of them, which are checked again and are usually bound already).
+// A template created or changed meanwhile is added at the default priority and goes first
+// (the manager's queues are priority queues, controller-runtime's default since v0.23).
+func (w *watcher) enqueueLow(keys ...Key) {
+	pq, ok := w.queue.(priorityqueue.PriorityQueue[Key])
+	if !ok {
+		w.enqueue(keys...)
+		return
+	}
+	pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, keys...)
 }
 
 // NeedLeaderElection: only the leader's controller runs, so only it needs the watches.
@@ -281,7 +308,7 @@ func (w *watcher) sync(ctx context.Context) error {
 		w.mu.Unlock()
 		if len(keys) > 0 {
 			w.want(ctx, gvk) // cluster-scoped kinds; namespaced kinds are watched anyway
-			w.enqueue(keys...)
+			w.enqueueLow(keys...)
 		}
 	}
 	if err := w.wantNamedKinds(ctx); err != nil {
@@ -342,7 +369,14 @@ func (w *watcher) want(ctx context.Context, gvk schema.GroupVersionKind) bool {
 		// policies again.
 		return false
 	}
-	if k.namespaced || w.wanted[gvk] {
+	if k.namespaced {
+		if !w.named[gvk] {
+			w.named[gvk] = true
+			w.updateFeedsLocked()
+		}
+		return true
+	}
+	if w.wanted[gvk] {
 		return true
 	}
 	w.wanted[gvk] = true
@@ -362,6 +396,8 @@ func (w *watcher) forgetLocked(gvk schema.GroupVersionKind) {
 	delete(w.wanted, gvk)
 	delete(w.scanned, gvk)
 	delete(w.discovered, gvk)
+	delete(w.named, gvk)
+	w.updateFeedsLocked()
 }
 
 // rescopeLocked makes every namespaced kind's watch hold the opted-in namespaces: a kind
@@ -371,6 +407,7 @@ func (w *watcher) rescopeLocked() {
 	if w.ctx == nil {
 		return
 	}
+	defer w.updateFeedsLocked()
 	for gvk, k := range w.discovered {
 		if !k.namespaced {
 			continue
@@ -487,6 +524,7 @@ func optedIn(ns *corev1.Namespace) bool {
 func (w *watcher) stopAll() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.stopFeedsLocked()
 	for _, m := range []map[schema.GroupVersionKind]*informer{w.informers, w.pending} {
 		for gvk, inf := range m {
 			inf.stop()

@@ -153,6 +153,10 @@ func (w *watcher) newInformerLocked(gvk schema.GroupVersionKind, namespaces map[
 					return
 				}
 			}
+			if initial {
+				w.enqueueLow(keyOf(gvk, m))
+				return
+			}
 			w.enqueue(keyOf(gvk, m))
 		},
 		UpdateFunc: func(old, o any) {

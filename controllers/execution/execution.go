@@ -158,14 +158,27 @@ type knownNamespaces struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile hands the Work to its member's workers.
-func (r *Reconciler) Reconcile(_ context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile hands the Work to its member's workers: behind the others when its Applied
+// condition says its current generation is applied (a check that nothing changed, as for
+// every Work when the manager starts), so that new and changed Works go first.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cluster, ok := bindings.ClusterOfWork(req.Namespace)
 	if !ok {
 		return ctrl.Result{}, nil
 	}
+	work := &workv1alpha1.Work{}
+	if err := r.Client.Get(ctx, req.NamespacedName, work); err == nil && work.DeletionTimestamp == nil && appliedCurrent(work) {
+		r.queues.AddLow(cluster, req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
 	r.queues.Add(cluster, req.NamespacedName)
 	return ctrl.Result{}, nil
+}
+
+// appliedCurrent reports whether a Work's Applied condition is True for its generation.
+func appliedCurrent(work *workv1alpha1.Work) bool {
+	c := meta.FindStatusCondition(work.Status.Conditions, wellknown.WorkConditionApplied)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == work.Generation
 }
 
 // sync applies or deletes one Work; it runs on the Work's member's workers.
@@ -227,6 +240,13 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 		retry := memberDownRetry
 		if !r.Members.Status(cluster).Connected {
 			retry = notConnectedRetry
+			if r.Agent == "" && r.readyCluster(ctx, cluster) {
+				// Not connected yet, and the Cluster says it is Ready: a manager that has
+				// just started. The Work's condition stays as it is (a restart writes
+				// nothing); if the member does not answer, the cluster controller marks it
+				// not Ready and the next look here says so.
+				return ctrl.Result{RequeueAfter: retry}, nil
+			}
 		}
 		return ctrl.Result{RequeueAfter: retry}, r.setApplied(ctx, work, metav1.ConditionUnknown, wellknown.ReasonClusterUnreachable, err.Error())
 	}
@@ -790,6 +810,12 @@ func (r *Reconciler) memberOf(ctx context.Context, cluster string) join.Member {
 		m.AllowRBACEscalation = c.Annotations[wellknown.AllowRBACEscalationAnnotation] == "true"
 	}
 	return m
+}
+
+// readyCluster reports whether the Cluster's Ready condition is True.
+func (r *Reconciler) readyCluster(ctx context.Context, name string) bool {
+	c, err := r.cluster(ctx, name)
+	return err == nil && c != nil && meta.IsStatusConditionTrue(c.Status.Conditions, wellknown.ClusterConditionReady)
 }
 
 // cluster returns the Cluster, or nil when it is gone.

@@ -68,6 +68,9 @@ type Reconciler struct {
 	ProfileNamespace string
 	// Workers is how many bindings are reconciled at once; 0 is DefaultWorkers.
 	Workers int
+	// SuccessEvents records PlacementDecisionPublished when a binding's decision is first
+	// published (--record-success-events); a change of clusters is always recorded.
+	SuccessEvents bool
 }
 
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=placementdecisions,verbs=get;list;watch;create;patch;delete
@@ -163,6 +166,9 @@ func (r *Reconciler) prune(ctx context.Context, namespace, name string, keep int
 func (r *Reconciler) report(b client.Object, current map[string]*inventoryv1alpha1.PlacementDecision, desired []*inventoryv1alpha1.PlacementDecision) {
 	want := clusterNames(desired)
 	if len(current) == 0 {
+		if !r.SuccessEvents {
+			return
+		}
 		r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, EventReasonPublished, "Publish", "Published as %d PlacementDecision slice(s) %s-*: %s",
 			len(desired), strings.TrimSuffix(desired[0].Name, "-0"), summary(want))
 		return

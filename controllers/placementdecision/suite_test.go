@@ -29,7 +29,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	env = fleettest.Start(ctx, fleettest.Options{Name: "placementdecision"})
 	mgr = env.NewManager()
 	for _, nb := range fleettest.BindingKinds() {
-		Expect((&placementdecision.Reconciler{NewBinding: nb, ProfileNamespace: inventory}).SetupWithManager(mgr)).To(Succeed())
+		Expect((&placementdecision.Reconciler{NewBinding: nb, ProfileNamespace: inventory, SuccessEvents: true}).SetupWithManager(mgr)).To(Succeed())
 	}
 	fleettest.StartManager(mgr)
 	env.CreateNamespace(ctx, inventory, nil)

@@ -15,7 +15,7 @@ import (
 )
 
 var _ = Describe("First placement at creation (PlaceNew)", func() {
-	It("places a new binding without writing it, and the scheduler then writes only its status", func(ctx context.Context) {
+	It("places a new binding without writing it, and the scheduler then writes only its status, once no binding-status write has reported it within the grace", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		rb := newBinding(ns, "placed", 3, weighted("m1", "m2", "m3"))
 		placed, err := placer.PlaceNew(ctx, rb)
@@ -30,6 +30,7 @@ var _ = Describe("First placement at creation (PlaceNew)", func() {
 			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, wellknown.ConditionScheduled)).To(BeTrue())
 			g.Expect(got.Status.SchedulerObservedGeneration).To(Equal(got.Generation))
 			g.Expect(got.Status.LastScheduledTime).NotTo(BeNil())
+			g.Expect(got.Status.LastScheduledTime.Time).To(BeTemporally("==", got.CreationTimestamp.Time), "placed when it was created")
 			g.Expect(got.Generation).To(Equal(int64(1)), "the placement stays as created")
 		}).WithContext(ctx).Should(Succeed())
 		path := "/apis/work.karmada.io/v1alpha2/namespaces/" + ns + "/resourcebindings/placed"

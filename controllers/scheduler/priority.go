@@ -29,6 +29,30 @@ func QueuePriority(o client.Object) int {
 // enqueue adds the bindings' keys at their QueuePriority; low puts them at LowPriority (an
 // update that changed nothing, such as a resync).
 func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], low bool, objs ...client.Object) {
+	enqueueAt(q, func(o client.Object) int {
+		if low {
+			return handler.LowPriority
+		}
+		return QueuePriority(o)
+	}, objs...)
+}
+
+// initialPriority is the priority of a binding the cache's initial list holds (at start,
+// every binding, which is checked again and is usually placed already): one below its
+// QueuePriority when that is the default or lower, so that a binding of the default priority
+// created or changed meanwhile goes first; a schedulePriority above the default keeps its
+// place. The order among the bindings of the initial list is kept ("highest first" holds at
+// start too), down to LowPriority.
+func initialPriority(o client.Object) int {
+	p := QueuePriority(o)
+	if p > 0 {
+		return p
+	}
+	return max(p-1, handler.LowPriority)
+}
+
+// enqueueAt adds the bindings' keys at the priority priority gives each.
+func enqueueAt(q workqueue.TypedRateLimitingInterface[reconcile.Request], priority func(client.Object) int, objs ...client.Object) {
 	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
 	for _, o := range objs {
 		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}
@@ -36,10 +60,7 @@ func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], low bool
 			q.Add(req)
 			continue
 		}
-		p := QueuePriority(o)
-		if low {
-			p = handler.LowPriority
-		}
+		p := priority(o)
 		pq.AddWithOpts(priorityqueue.AddOpts{Priority: &p}, req)
 	}
 }
@@ -48,6 +69,10 @@ func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], low bool
 func byPriority() handler.TypedEventHandler[client.Object, reconcile.Request] {
 	return handler.TypedFuncs[client.Object, reconcile.Request]{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if e.IsInInitialList {
+				enqueueAt(q, initialPriority, e.Object)
+				return
+			}
 			enqueue(q, false, e.Object)
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -68,6 +93,11 @@ func byPriority() handler.TypedEventHandler[client.Object, reconcile.Request] {
 func clusterHandler(bindingsFor func(ctx context.Context, cluster client.Object) []client.Object) handler.TypedEventHandler[client.Object, reconcile.Request] {
 	return handler.TypedFuncs[client.Object, reconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if e.IsInInitialList {
+				// At start: the bindings come in their own initial list too.
+				enqueueAt(q, initialPriority, bindingsFor(ctx, e.Object)...)
+				return
+			}
 			enqueue(q, false, bindingsFor(ctx, e.Object)...)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

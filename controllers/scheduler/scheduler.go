@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,6 +56,9 @@ type Reconciler struct {
 	NewBinding func() client.Object
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// FirstStatusGrace is how long a first placement made at creation waits for the
+	// binding-status controller to report it; 0 is DefaultFirstStatusGrace.
+	FirstStatusGrace time.Duration
 
 	// failures counts, by binding, the attempts that found no placement since the last that
 	// did: the backoff of unschedulable bindings (retryDelay).
@@ -175,14 +177,14 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !need {
 		r.failures.Delete(req.NamespacedName)
 		if !Duplicated(spec) || len(spec.Clusters) == 0 || suspended(spec) {
-			return ctrl.Result{}, r.observe(ctx, rb)
+			return r.observe(ctx, rb)
 		}
 		// A duplicated workload goes to every cluster that fits: a cluster that joined,
 		// recovered or now matches gets it too. Clusters already chosen are kept by the
 		// plugins (NoSchedule taints do not evict), so this does not flap.
 		result, err = r.Scheduler.Schedule(in, clusters)
 		if err != nil || sameClusters(result.Clusters, spec.Clusters) {
-			return ctrl.Result{}, r.observe(ctx, rb)
+			return r.observe(ctx, rb)
 		}
 		why = "the clusters that fit a duplicated placement changed"
 	} else {
@@ -221,9 +223,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	now := metav1.NewTime(r.now())
-	msg := fmt.Sprintf("Binding has been scheduled to %s", describe(result.Clusters))
-	cond := bindings.Condition(status.Conditions, metav1.Condition{Type: wellknown.ConditionScheduled, Status: metav1.ConditionTrue,
-		Reason: wellknown.ReasonBindingScheduled, Message: msg, ObservedGeneration: rb.GetGeneration()})
+	cond := bindings.Condition(status.Conditions, scheduler.ScheduledCondition(result.Clusters, rb.GetGeneration()))
+	msg := cond.Message
 	if err := r.applyStatus(ctx, rb, schedulerStatus{cond: cond, lastScheduled: &now,
 		observedGeneration: rb.GetGeneration(), affinityName: result.AffinityName}, false); err != nil {
 		return ctrl.Result{}, err
@@ -381,30 +382,52 @@ func (r *Reconciler) quotas(ctx context.Context, rb client.Object) ([]scheduler.
 	return out, nil
 }
 
-// observe records that the scheduler saw the binding's generation, without rescheduling.
-func (r *Reconciler) observe(ctx context.Context, rb client.Object) error {
+// DefaultFirstStatusGrace is how long the scheduler leaves the status of a binding placed when it
+// was created (scheduler.FirstPlacementUnreported) to the binding-status controller's first
+// write, which carries it, before it writes it itself: longer than a bulk creation takes to
+// apply everywhere on the bench (1,000 templates), so that the scheduler's own write is for a
+// binding whose Works stay in flight (a member that does not answer).
+const DefaultFirstStatusGrace = time.Minute
+
+// observe records that the scheduler saw the binding's generation, without rescheduling. A
+// first placement made at creation is left to the binding-status controller for
+// FirstStatusGrace.
+func (r *Reconciler) observe(ctx context.Context, rb client.Object) (ctrl.Result, error) {
 	spec, status := bindings.Spec(rb), bindings.Status(rb)
 	if len(spec.Clusters) == 0 {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	st := currentStatus(status)
-	cond := metav1.Condition{Type: wellknown.ConditionScheduled, Status: metav1.ConditionTrue, Reason: wellknown.ReasonBindingScheduled,
-		Message: fmt.Sprintf("Binding has been scheduled to %s", describe(spec.Clusters)), ObservedGeneration: rb.GetGeneration()}
+	cond := scheduler.ScheduledCondition(spec.Clusters, rb.GetGeneration())
 	if r.writtenAlready(rb, cond) {
-		return nil
+		return ctrl.Result{}, nil
+	}
+	first := scheduler.FirstPlacementUnreported(rb.GetGeneration(), rb.GetAnnotations(), spec, status)
+	if _, wrote := r.observed.Load(client.ObjectKeyFromObject(rb)); first && !wrote {
+		grace := r.FirstStatusGrace
+		if grace <= 0 {
+			grace = DefaultFirstStatusGrace
+		}
+		if wait := grace - r.now().Sub(rb.GetCreationTimestamp().Time); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 	}
 	// Also repairs a status write that failed after spec.clusters was written.
 	st.cond = bindings.Condition(status.Conditions, cond)
 	st.observedGeneration = rb.GetGeneration()
 	if st.lastScheduled == nil {
 		now := metav1.NewTime(r.now())
+		if first {
+			// Placed just before it was created.
+			now = rb.GetCreationTimestamp()
+		}
 		st.lastScheduled = &now
 	}
 	if err := r.applyStatus(ctx, rb, st, true); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	r.observed.Store(client.ObjectKeyFromObject(rb), observedMemo(rb, cond))
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // writtenAlready reports whether the binding's status already says cond for its generation.
@@ -500,32 +523,13 @@ func (r *Reconciler) event(rb client.Object, typ, reason, msg string) {
 }
 
 // describe renders clusters as "member1 (1), member2 (1)".
-func describe(tcs []workv1alpha2.TargetCluster) string {
-	if len(tcs) == 0 {
-		return "no cluster"
-	}
-	var b strings.Builder
-	for i, tc := range tcs {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if len(tc.Components) == 0 {
-			fmt.Fprintf(&b, "%s (%d)", tc.Name, tc.Replicas)
-			continue
-		}
-		parts := make([]string, len(tc.Components))
-		for j, cr := range tc.Components {
-			parts[j] = fmt.Sprintf("%s %d", cr.Name, cr.Replicas)
-		}
-		fmt.Fprintf(&b, "%s (%s)", tc.Name, strings.Join(parts, ", "))
-	}
-	return b.String()
-}
+func describe(tcs []workv1alpha2.TargetCluster) string { return scheduler.DescribeClusters(tcs) }
 
 // PlaceNew gives a binding that is about to be created its first placement, so that it is
 // created scheduled: one write for the detector's stage and the scheduler's placement, and
 // one stage less before its Works are rendered. It writes nothing. The scheduler's reconcile
-// of the new binding then finds nothing to schedule and records Scheduled in its status.
+// of the new binding then finds nothing to schedule, and leaves Scheduled to the
+// binding-status controller's first write (see observe and DefaultFirstStatusGrace).
 //
 // It places only what this scheduler would place at once: a binding of this scheduler, not
 // suspended, with one cluster affinity (a placement with clusterAffinities groups records the

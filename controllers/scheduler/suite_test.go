@@ -33,6 +33,10 @@ var (
 	host *localcluster.Cluster
 	c    client.Client
 
+	// firstStatusGrace is the suite's: no binding-status controller runs here to report a
+	// first placement made at creation, so the scheduler does, after this.
+	firstStatusGrace = 2 * time.Second
+
 	// placer is the suite's ResourceBinding scheduler, for PlaceNew.
 	placer *schedulercontroller.Reconciler
 
@@ -124,7 +128,7 @@ func startScheduler(h *localcluster.Cluster, workers int, qps float32) (func(), 
 		func() client.Object { return &workv1alpha2.ClusterResourceBinding{} },
 	} {
 		r := &schedulercontroller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("default-scheduler"),
-			Scheduler: s, NewBinding: nb}
+			Scheduler: s, NewBinding: nb, FirstStatusGrace: firstStatusGrace}
 		if err := r.SetupWithManager(mgr, workers); err != nil {
 			cancel()
 			return nil, err

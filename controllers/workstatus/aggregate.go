@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -33,6 +35,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/memo"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
@@ -67,6 +70,14 @@ type AggregateReconciler struct {
 	// APIReader reads a Job template before its status is written: a Job's status may only
 	// move forward (counters, conditions, times), so it is aggregated onto the current one.
 	APIReader client.Reader
+	// SuccessEvents records AggregateStatusSucceed whenever a binding becomes FullyApplied
+	// (--record-success-events). Without it the event is recorded only for a recovery: a
+	// binding whose status said it was not fully applied (a Work failed) and now is.
+	SuccessEvents bool
+	// SchedulerName is the scheduler of this manager (--scheduler-name; "" is
+	// default-scheduler): the first placement of its bindings, made at creation, is reported
+	// in the first status this controller writes (see schedulerFields).
+	SchedulerName string
 
 	// written is, by binding, the template status last written (with the template's UID),
 	// so that a status that changes nothing is not written again. A restart forgets it and
@@ -170,25 +181,55 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	memo := bindingMemo(rb, cond, items, clustersReady)
 	stale := !bindings.ConditionCurrent(status.Conditions, cond) || !equality.Semantic.DeepEqual(status.AggregatedStatus, items) ||
 		status.ClustersReady != clustersReady
-	if last, written := r.writtenBinding.Load(req.NamespacedName); (written && last != memo) || (!written && stale) {
-		wasApplied := meta.IsStatusConditionTrue(status.Conditions, wellknown.ConditionFullyApplied)
-		if written {
-			wasApplied = last.fullyApplied
+	last, written := r.writtenBinding.Load(req.NamespacedName)
+	// The binding's status is as it should be and this process has not written it: a
+	// manager that has just started (or taken the shard over). The template's status is
+	// then read and compared before it is written (see writeTemplateStatus).
+	verify := !written && !stale
+	if (written && last != memo) || (!written && stale) {
+		// What the status said before this write: what this process last wrote, else the
+		// cached copy (no condition at all before the first write).
+		was := metav1.ConditionUnknown
+		if c := meta.FindStatusCondition(status.Conditions, wellknown.ConditionFullyApplied); c != nil {
+			was = c.Status
 		}
-		if err := bindings.ApplyStatus(ctx, r.Client, rb, AggregateFieldOwner, map[string]any{
+		if written {
+			was = metav1.ConditionFalse
+			if last.fullyApplied {
+				was = metav1.ConditionTrue
+			}
+		}
+		fields := map[string]any{
 			"conditions":       []metav1.Condition{bindings.Condition(status.Conditions, cond)},
 			"aggregatedStatus": items,
 			"clustersReady":    clustersReady,
-		}); err != nil {
+		}
+		apply := bindings.ApplyStatus
+		if sched, ok := r.schedulerFields(rb, spec, status); ok {
+			fields["conditions"] = append(fields["conditions"].([]metav1.Condition), sched.cond)
+			fields["schedulerObservedGeneration"] = sched.observedGeneration
+			if sched.lastScheduled != nil {
+				fields["lastScheduledTime"] = sched.lastScheduled
+			}
+			// The scheduler's fields are as the binding read says: a precondition, so that a
+			// newer write of the scheduler is never put back.
+			apply = bindings.ApplyStatusIfCurrent
+		}
+		if err := apply(ctx, r.Client, rb, AggregateFieldOwner, fields); err != nil {
+			if apierrors.IsConflict(err) {
+				// The binding changed since the cache's copy; status-only changes do not
+				// bring it back (SetupWithManager), so look again shortly.
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			}
 			return ctrl.Result{}, err
 		}
 		r.writtenBinding.Store(req.NamespacedName, memo)
-		if cond.Status == metav1.ConditionTrue && !wasApplied {
+		if announceFullyApplied(r.SuccessEvents, was, cond.Status) {
 			r.Recorder.Eventf(rb, nil, corev1.EventTypeNormal, wellknown.EventReasonAggregateStatusSucceed, "Aggregate",
 				"Update resourceBinding(%s) with AggregatedStatus successfully", req.String())
 		}
 	}
-	return ctrl.Result{}, r.writeTemplateStatus(ctx, req.NamespacedName, rb, spec, works, items)
+	return ctrl.Result{}, r.writeTemplateStatus(ctx, req.NamespacedName, rb, spec, works, items, verify)
 }
 
 // writeTemplateStatus writes the fleet's status onto the template, replacing its status
@@ -200,8 +241,12 @@ func (r *AggregateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // the host's status. Pods are left alone. The write is a JSON patch of the status subresource that
 // first tests the UID, so a template deleted and created again under the same name never
 // gets its predecessor's status.
+//
+// With verify (the binding's status was already current when this process first looked at
+// it: a restart), the template's status is read first and written only if it differs, so
+// that a restart over templates whose status is right writes nothing (a read instead).
 func (r *AggregateReconciler) writeTemplateStatus(ctx context.Context, key types.NamespacedName, rb client.Object,
-	spec *workv1alpha2.ResourceBindingSpec, works map[string]*workv1alpha1.Work, items []workv1alpha2.AggregatedStatusItem) error {
+	spec *workv1alpha2.ResourceBindingSpec, works map[string]*workv1alpha1.Work, items []workv1alpha2.AggregatedStatusItem, verify bool) error {
 	if r.Interpreter == nil || spec.Resource.UID == "" {
 		return nil
 	}
@@ -274,8 +319,19 @@ func (r *AggregateReconciler) writeTemplateStatus(ctx context.Context, key types
 	}
 	// Kept per binding for the manager's lifetime: a digest, not the status itself.
 	memo := sha256.Sum256(append([]byte(spec.Resource.UID), patch...))
-	if last, ok := r.written.Load(key); ok && last == memo {
+	last, ok := r.written.Load(key)
+	if ok && last == memo {
 		return nil
+	}
+	if !ok && verify && r.APIReader != nil {
+		same, err := r.templateStatusIs(ctx, tmpl, spec.Resource.UID, status)
+		if err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if same {
+			r.written.Store(key, memo)
+			return nil
+		}
 	}
 	err = r.Client.Status().Patch(ctx, tmpl, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(TemplateStatusFieldOwner))
 	switch {
@@ -414,4 +470,111 @@ func (r *AggregateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) er
 			return []reconcile.Request{{NamespacedName: key}}
 		}), builder.WithPredicates(predicate.Funcs{GenericFunc: func(event.GenericEvent) bool { return false }}))
 	return r.Shards.Complete(b, shard.ListFrom(mgr.GetCache(), func() client.ObjectList { return bindings.NewList(sample) }), r)
+}
+
+// announceFullyApplied tells whether a binding's FullyApplied condition going from was
+// (Unknown: no condition yet) to now gets an AggregateStatusSucceed event. A recovery (False
+// to True: a Work had failed, and a Warning said so) is a state change a person may be
+// waiting for, and always gets one; a first propagation (no condition to True) is a success
+// only, recorded with --record-success-events.
+func announceFullyApplied(successEvents bool, was, now metav1.ConditionStatus) bool {
+	if now != metav1.ConditionTrue || was == metav1.ConditionTrue {
+		return false
+	}
+	return successEvents || was == metav1.ConditionFalse
+}
+
+// conflictRetry is when a binding whose status write met a newer version is looked at again.
+const conflictRetry = 200 * time.Millisecond
+
+// schedulerStatus is the scheduler's part of a binding's status, as the binding-status
+// controller writes it.
+type schedulerStatus struct {
+	cond               metav1.Condition
+	observedGeneration int64
+	lastScheduled      *metav1.Time
+}
+
+// schedulerFields returns the scheduler's status fields this controller writes with its own,
+// and whether it writes them. A binding created placed by this manager's scheduler
+// (scheduler.FirstPlacementUnreported) gets its Scheduled condition, schedulerObservedGeneration
+// and lastScheduledTime (its creation: it was placed just before) in this controller's first
+// write: the scheduler leaves them to it (scheduler.FirstStatusGrace), which saves a status
+// write per binding. Until the scheduler writes a later generation, every write of this
+// controller carries them again, as the binding says they are: a server-side apply that
+// leaves out fields its manager applied before removes them, and they must stay.
+func (r *AggregateReconciler) schedulerFields(rb client.Object, spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus) (schedulerStatus, bool) {
+	own := r.SchedulerName
+	if own == "" {
+		own = wellknown.DefaultSchedulerName
+	}
+	if spec.Placement == nil || (spec.SchedulerName != "" && spec.SchedulerName != own) {
+		return schedulerStatus{}, false
+	}
+	if scheduler.FirstPlacementUnreported(rb.GetGeneration(), rb.GetAnnotations(), spec, status) {
+		created := rb.GetCreationTimestamp()
+		return schedulerStatus{cond: bindings.Condition(status.Conditions, scheduler.ScheduledCondition(spec.Clusters, rb.GetGeneration())),
+			observedGeneration: rb.GetGeneration(), lastScheduled: &created}, true
+	}
+	c := meta.FindStatusCondition(status.Conditions, wellknown.ConditionScheduled)
+	if c == nil || status.SchedulerObservedGeneration > 1 {
+		return schedulerStatus{}, false
+	}
+	return schedulerStatus{cond: *c, observedGeneration: status.SchedulerObservedGeneration, lastScheduled: status.LastScheduledTime}, true
+}
+
+// templateStatusIs reports whether the template (of that UID) has status already, read from
+// the host, compared as JSON values.
+func (r *AggregateReconciler) templateStatusIs(ctx context.Context, tmpl *unstructured.Unstructured, uid types.UID, status map[string]any) (bool, error) {
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(tmpl.GroupVersionKind())
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: tmpl.GetNamespace(), Name: tmpl.GetName()}, cur); err != nil {
+		return false, err
+	}
+	if cur.GetUID() != uid {
+		return false, nil
+	}
+	return sameJSON(r.typedStatus(cur.GroupVersionKind(), cur.Object["status"]), r.typedStatus(cur.GroupVersionKind(), status)), nil
+}
+
+// typedStatus is status as the host stores it for a kind the scheme knows (decoded into its
+// Go type and encoded again: fields at their zero value and marked omitempty are left out,
+// as the apiserver leaves them out), and status itself for other kinds.
+func (r *AggregateReconciler) typedStatus(gvk schema.GroupVersionKind, status any) any {
+	obj, err := r.Client.Scheme().New(gvk)
+	if err != nil {
+		return status
+	}
+	u := map[string]any{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind, "status": status}
+	data, err := json.Marshal(u)
+	if err != nil {
+		return status
+	}
+	if err := json.Unmarshal(data, obj); err != nil {
+		return status
+	}
+	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return status
+	}
+	return out["status"]
+}
+
+// sameJSON reports whether a and b are the same JSON value (numbers compared as JSON
+// numbers, whatever Go type decoded them).
+func sameJSON(a, b any) bool {
+	norm := func(v any) (any, bool) {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return nil, false
+		}
+		var out any
+		if err := json.Unmarshal(data, &out); err != nil {
+			return nil, false
+		}
+		return out, true
+	}
+	na, ok1 := norm(a)
+	nb, ok2 := norm(b)
+	return ok1 && ok2 && equality.Semantic.DeepEqual(na, nb)
 }

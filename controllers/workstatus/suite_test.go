@@ -41,7 +41,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		SetupWithManager(mgr, 4)).To(Succeed())
 	for _, nb := range fleettest.BindingKinds() {
 		Expect((&workstatus.AggregateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("binding-status-controller"),
-			NewBinding: nb, Interpreter: interpreter.Interpreter{}, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr, 4)).To(Succeed())
+			NewBinding: nb, Interpreter: interpreter.Interpreter{}, APIReader: mgr.GetAPIReader(), SuccessEvents: true}).SetupWithManager(mgr, 4)).To(Succeed())
 	}
 	fleettest.StartManager(mgr)
 	env.JoinAndWait(ctx)

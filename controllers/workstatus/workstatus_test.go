@@ -169,6 +169,49 @@ var _ = Describe("Status from members", func() {
 		}).WithContext(ctx).Should(Succeed())
 	})
 
+	It("reports a first placement made at creation in its first status write, and keeps it in the writes after", func(ctx SpecContext) {
+		ns := "ws-first-placement"
+		env.TemplateNamespace(ctx, ns)
+		web := fleettest.Deployment(ns, "web", 4)
+		// As the detector creates it with the scheduler's PlaceNew: placed, generation 1, the
+		// applied-placement annotation set, no status (no scheduler runs in this suite).
+		rb := scheduledBinding(ctx, web, 4, both, func(s *workv1alpha2.ResourceBindingSpec) {
+			s.Placement = &policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: both}}
+		})
+		patch := client.MergeFrom(rb.DeepCopy())
+		metav1.SetMetaDataAnnotation(&rb.ObjectMeta, wellknown.AppliedPlacementAnnotation, `{"clusterAffinity":{"clusterNames":["member1","member2"]}}`)
+		Expect(env.Host.Patch(ctx, rb, patch)).To(Succeed())
+		Expect(rb.Generation).To(Equal(int64(1)))
+		web.Spec.Replicas = &rb.Spec.Clusters[0].Replicas
+		for _, c := range both {
+			workOf(ctx, rb, c, web)
+		}
+		Eventually(func(g Gomega) {
+			c := fullyApplied(ctx, g, rb)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			sched := meta.FindStatusCondition(rb.Status.Conditions, wellknown.ConditionScheduled)
+			g.Expect(sched).NotTo(BeNil(), "Scheduled comes with the first status")
+			g.Expect(sched.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(sched.Reason).To(Equal(wellknown.ReasonBindingScheduled))
+			g.Expect(sched.Message).To(Equal("Binding has been scheduled to member1 (2), member2 (2)"))
+			g.Expect(sched.ObservedGeneration).To(Equal(int64(1)))
+			g.Expect(rb.Status.SchedulerObservedGeneration).To(Equal(int64(1)))
+			g.Expect(rb.Status.LastScheduledTime).NotTo(BeNil())
+			g.Expect(rb.Status.LastScheduledTime.Time).To(BeTemporally("==", rb.CreationTimestamp.Time))
+		}).WithContext(ctx).Should(Succeed())
+
+		By("a later status write of the binding-status controller keeps the scheduler's fields")
+		setMemberStatus(ctx, "member1", web, 2)
+		Eventually(func(g Gomega) {
+			env.Get(ctx, g, rb)
+			g.Expect(rb.Status.AggregatedStatus).To(HaveLen(2))
+			g.Expect(rb.Status.AggregatedStatus[0].Health).To(Equal(workv1alpha1.ResourceHealthy))
+		}).WithContext(ctx).Should(Succeed())
+		Expect(meta.IsStatusConditionTrue(rb.Status.Conditions, wellknown.ConditionScheduled)).To(BeTrue())
+		Expect(rb.Status.SchedulerObservedGeneration).To(Equal(int64(1)))
+		Expect(rb.Status.LastScheduledTime).NotTo(BeNil())
+	})
+
 	It("writes nothing before the first schedule, then each Work's status and the binding's status once", func(ctx SpecContext) {
 		ns := "ws-writes"
 		env.TemplateNamespace(ctx, ns)

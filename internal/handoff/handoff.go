@@ -33,7 +33,12 @@ var handoffs = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Templates the binding controller asked the detector's hand-off for, by result (hit: no host read; miss: read from the host).",
 }, []string{"result"})
 
-func init() { metrics.Registry.MustRegister(handoffs) }
+var watched = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "flotilla_template_watch_total",
+	Help: "Templates the detector needed whole, by result (hit: the version its watch had just seen, no host read; miss: read from the host).",
+}, []string{"result"})
+
+func init() { metrics.Registry.MustRegister(handoffs, watched) }
 
 // Templates is a bounded, expiring hand-off of templates. A nil *Templates holds nothing.
 type Templates struct {
@@ -44,6 +49,11 @@ type Templates struct {
 	size  int
 	ttl   time.Duration
 	now   func() time.Time
+	// latest, when set, holds one version per UID: offering a newer one replaces it (a
+	// template's later changes do not push other templates out).
+	latest map[types.UID]key
+	// counter counts Take's hits and misses.
+	counter *prometheus.CounterVec
 }
 
 type key struct {
@@ -65,7 +75,16 @@ func New(size int, ttl time.Duration) *Templates {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	return &Templates{entries: map[key]*list.Element{}, order: list.New(), size: size, ttl: ttl, now: time.Now}
+	return &Templates{entries: map[key]*list.Element{}, order: list.New(), size: size, ttl: ttl, now: time.Now, counter: handoffs}
+}
+
+// NewLatest returns a hand-off of at most size templates, each kept at most ttl, that holds
+// one version per template: the last offered. It is the detector's store of the templates its
+// watches have just seen whole (flotilla_template_watch_total counts its hits and misses).
+func NewLatest(size int, ttl time.Duration) *Templates {
+	t := New(size, ttl)
+	t.latest, t.counter = map[types.UID]key{}, watched
+	return t
 }
 
 // Put offers a template read whole from the host. The caller must not change obj afterwards.
@@ -80,6 +99,14 @@ func (t *Templates) Put(obj *unstructured.Unstructured) {
 	t.sweep(now)
 	if el, ok := t.entries[k]; ok {
 		t.remove(el)
+	}
+	if t.latest != nil {
+		if old, ok := t.latest[k.uid]; ok {
+			if el, ok := t.entries[old]; ok {
+				t.remove(el)
+			}
+		}
+		t.latest[k.uid] = k
 	}
 	t.entries[k] = t.order.PushBack(&entry{key: k, obj: obj, expires: now.Add(t.ttl)})
 	for t.order.Len() > t.size {
@@ -98,11 +125,11 @@ func (t *Templates) Take(uid types.UID, resourceVersion string) (*unstructured.U
 	t.sweep(t.now())
 	el, ok := t.entries[key{uid, resourceVersion}]
 	if !ok {
-		handoffs.WithLabelValues("miss").Inc()
+		t.counter.WithLabelValues("miss").Inc()
 		return nil, false
 	}
 	t.remove(el)
-	handoffs.WithLabelValues("hit").Inc()
+	t.counter.WithLabelValues("hit").Inc()
 	return el.Value.(*entry).obj, true
 }
 
@@ -142,7 +169,11 @@ func (t *Templates) sweep(now time.Time) {
 
 func (t *Templates) remove(el *list.Element) {
 	t.order.Remove(el)
-	delete(t.entries, el.Value.(*entry).key)
+	k := el.Value.(*entry).key
+	delete(t.entries, k)
+	if t.latest != nil && t.latest[k.uid] == k {
+		delete(t.latest, k.uid)
+	}
 }
 
 // Len is the number of templates held and not expired.

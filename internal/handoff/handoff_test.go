@@ -97,3 +97,34 @@ func TestNilAndIncomplete(t *testing.T) {
 		t.Fatalf("templates without UID or resourceVersion were kept: %d", h.Len())
 	}
 }
+
+func TestLatestHoldsOneVersionPerTemplate(t *testing.T) {
+	h := NewLatest(2, time.Minute)
+	h.Put(tmpl("a", "1"))
+	h.Put(tmpl("b", "1"))
+	// a's later versions replace its earlier one, and push nothing else out.
+	h.Put(tmpl("a", "2"))
+	h.Put(tmpl("a", "3"))
+	if h.Len() != 2 {
+		t.Fatalf("Len = %d, want 2 (one version of a, one of b)", h.Len())
+	}
+	if _, ok := h.Take("a", "2"); ok {
+		t.Fatal("a replaced version was handed off")
+	}
+	if _, ok := h.Take("b", "1"); !ok {
+		t.Fatal("another template's version was pushed out by a's")
+	}
+	if got, ok := h.Take("a", "3"); !ok || got.GetResourceVersion() != "3" {
+		t.Fatalf("Take(a, 3) = %v, %v", got, ok)
+	}
+	if h.Len() != 0 {
+		t.Fatalf("Len = %d after taking everything", h.Len())
+	}
+	// Bounded still, over templates.
+	h.Put(tmpl("c", "1"))
+	h.Put(tmpl("d", "1"))
+	h.Put(tmpl("e", "1"))
+	if _, ok := h.Take("c", "1"); ok {
+		t.Fatal("the oldest template was kept beyond the size")
+	}
+}

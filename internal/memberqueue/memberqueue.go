@@ -20,7 +20,10 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/flotilla-io/flotilla/internal/hostmetrics"
@@ -91,6 +94,18 @@ func (q *Queues[K]) Add(cluster string, key K) {
 	q.queue(cluster).Add(key)
 }
 
+// AddLow queues key for cluster's workers behind every key added with Add: for work that
+// only checks that nothing changed (a manager that starts looks at everything again), so that
+// what did change goes first. A key already queued keeps the higher of its priorities.
+func (q *Queues[K]) AddLow(cluster string, key K) {
+	wq := q.queue(cluster)
+	if pq, ok := wq.(priorityqueue.PriorityQueue[K]); ok {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, key)
+		return
+	}
+	wq.Add(key)
+}
+
 // Remove shuts cluster's queue down, for a member whose Cluster is gone: its workers finish
 // the keys they hold and the keys ready in the queue, then exit; keys waiting for a retry are
 // dropped. A later Add for cluster starts a new queue.
@@ -126,8 +141,11 @@ func (q *Queues[K]) queue(cluster string) workqueue.TypedRateLimitingInterface[K
 	}
 	wq, ok := q.queues[cluster]
 	if !ok {
-		wq = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[K](),
-			workqueue.TypedRateLimitingQueueConfig[K]{Name: fmt.Sprintf("%s/%s", q.Name, cluster)})
+		// controller-runtime's priority queue (AddLow), with the backoff its controllers
+		// use.
+		wq = priorityqueue.New(fmt.Sprintf("%s/%s", q.Name, cluster), func(o *priorityqueue.Opts[K]) {
+			o.RateLimiter = workqueue.DefaultTypedControllerRateLimiter[K]()
+		})
 		q.queues[cluster] = wq
 		if q.ctx != nil {
 			q.startLocked(cluster)

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -106,3 +107,21 @@ func cpuRow(before, after cpuSample, templates int) string {
 		per(before.hostAPIServer, after.hostAPIServer), per(before.hostEtcd, after.hostEtcd),
 		per(before.manager, after.manager), per(before.members, after.members), per(before.bench, after.bench), busy)
 }
+
+// cpuTotal is the CPU all the processes of cpuSample (host apiserver and etcd, manager,
+// members, bench client) used per template between two samples, in milliseconds.
+func cpuTotal(before, after cpuSample, templates int) float64 {
+	sum := func(s cpuSample) float64 { return s.hostAPIServer + s.hostEtcd + s.manager + s.members + s.bench }
+	return (sum(after) - sum(before)) * 1000 / float64(templates)
+}
+
+// busyPct is how busy the machine was between two samples, in percent.
+func busyPct(before, after cpuSample) float64 {
+	if all := after.machineAll - before.machineAll; all > 0 {
+		return (after.machineBusy - before.machineBusy) / all * 100
+	}
+	return 0
+}
+
+// cores is the number of CPUs the machine has.
+func cores() int { return runtime.NumCPU() }

@@ -8,7 +8,11 @@
 // The floor is the same member Deployments written straight to the members by a client like
 // the manager's: one client per member, with the manager's default member QPS and burst
 // (controllers.DefaultOptions), the same 8-way parallelism, and each member's namespace
-// created once. Percentiles over fewer than 100 samples are printed as the maximum.
+// created once; and the templates created in a host namespace that is not opted in (what the
+// user's own writes cost the host). The CPU per template of every process is printed for
+// both, and their sums against issue 41's targets (≤ 60 ms, ≤ 2 × the floor's).
+// BenchmarkRestart measures a manager restart (restart_test.go). Percentiles over fewer than
+// 100 samples are printed as the maximum.
 package bench
 
 import (
@@ -169,7 +173,12 @@ func propagation(b *testing.B) (*targetTable, func()) {
 	b.StopTimer()
 
 	// The floor: the same member Deployments straight into the members, by one client per
-	// member limited like the manager's member clients; each namespace is created once.
+	// member limited like the manager's member clients, and the templates created in a host
+	// namespace that is not opted in (what the user's own writes cost the host); each
+	// namespace is created once.
+	if _, err := host.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "floor"}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
 	floorClients := make([]*kubernetes.Clientset, len(members))
 	for i, m := range members {
 		floorClients[i] = floorClient(b, env.Fleet.Member(m).RESTConfig())
@@ -181,10 +190,14 @@ func propagation(b *testing.B) (*targetTable, func()) {
 			b.Fatal(err)
 		}
 	}
-	parallelDo(templates*len(members), func(i int) {
-		d := deployment(fmt.Sprintf("floor-%d", i/len(members)))
+	parallelDo(templates*(len(members)+1), func(i int) {
+		d := deployment(fmt.Sprintf("floor-%d", i/(len(members)+1)))
 		d.Namespace = "floor"
-		if _, err := floorClients[i%len(members)].AppsV1().Deployments("floor").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		c := host
+		if m := i % (len(members) + 1); m < len(members) {
+			c = floorClients[m]
+		}
+		if _, err := c.AppsV1().Deployments("floor").Create(ctx, d, metav1.CreateOptions{}); err != nil {
 			b.Error(err)
 		}
 	})
@@ -198,9 +211,13 @@ func propagation(b *testing.B) (*targetTable, func()) {
 	t := &targetTable{}
 	t.row(fmt.Sprintf("%d templates: all %d member Deployments exist", templates, templates*len(members)), allApplied.Round(10*time.Millisecond).String(), "≤ 30 s", allApplied <= 30*time.Second)
 	t.row("all bindings FullyApplied", allFully.Round(10*time.Millisecond).String(), "≤ 31 s", allFully <= 31*time.Second)
-	t.row(fmt.Sprintf("floor (%d Deployments straight to members, %d clients at %v QPS / %d burst, same run)", templates*len(members), len(members),
-		controllers.DefaultOptions.MemberQPS, controllers.DefaultOptions.MemberBurst), floor.Round(10*time.Millisecond).String(), "", true)
+	t.row(fmt.Sprintf("floor (%d Deployments straight to members, %d clients at %v QPS / %d burst, and the %d templates in a host namespace not opted in; same run)",
+		templates*len(members), len(members), controllers.DefaultOptions.MemberQPS, controllers.DefaultOptions.MemberBurst, templates), floor.Round(10*time.Millisecond).String(), "", true)
 	t.row("time ÷ floor", fmt.Sprintf("%.1f", ratio), "≤ 3", ratio <= 3)
+	if allApplied > 30*time.Second || ratio > 3 {
+		t.row("  what bounds the time on this machine", fmt.Sprintf("CPU: %d cores, %.0f%% busy during the bulk; all processes took %.0f ms of CPU per template, so %d templates need %.1f s of the machine at best",
+			cores(), busyPct(cpuBefore, cpuAfter), cpuTotal(cpuBefore, cpuAfter, templates), templates, cpuTotal(cpuBefore, cpuAfter, templates)*float64(templates)/1000/float64(cores())), "", true)
+	}
 	t.row(fmt.Sprintf("delete %d templates → member objects gone", templates), deleted.Round(10*time.Millisecond).String(), "≤ 30 s", deleted <= 30*time.Second)
 	t.row("host API requests per template (manager, create → FullyApplied)", fmt.Sprintf("%.1f", perTemplate), "≤ 10", perTemplate <= 10)
 	t.row("host API requests per template (manager, deletion)", fmt.Sprintf("%.1f", delPerTemplate), "", true)
@@ -208,7 +225,10 @@ func propagation(b *testing.B) (*targetTable, func()) {
 	t.row("CPU per template, create → FullyApplied: host apiserver / host etcd / manager / members' apiservers and etcds / bench client",
 		cpuRow(cpuBefore, cpuAfter, templates), "", true)
 	t.row("CPU per template, deletion: the same", cpuRow(cpuAfter, cpuAfterDelete, templates), "", true)
-	t.row("CPU per template, floor: the same (the bench client writes to the members)", cpuRow(cpuBeforeFloor, cpuAfterFloor, templates), "", true)
+	t.row("CPU per template, floor: the same (the bench client writes to the members and the templates to the host)", cpuRow(cpuBeforeFloor, cpuAfterFloor, templates), "", true)
+	cpuAll, cpuFloor := cpuTotal(cpuBefore, cpuAfter, templates), cpuTotal(cpuBeforeFloor, cpuAfterFloor, templates)
+	t.row("CPU per template, all processes, create → FullyApplied", fmt.Sprintf("%.1f ms", cpuAll), "≤ 60 ms", cpuAll <= 60)
+	t.row("  ÷ the floor's, all processes (same run)", fmt.Sprintf("%.1f (floor %.1f ms)", cpuAll/cpuFloor, cpuFloor), "≤ 2", cpuAll <= 2*cpuFloor)
 	for _, q := range []struct{ name, value string }{
 		quantiles("bulk create → last member object", bulkApplied),
 		quantiles("idle create → last member object", idleApplied),
