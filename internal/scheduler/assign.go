@@ -7,7 +7,7 @@ import (
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/clusteraffinity"
 	"github.com/flotilla-io/flotilla/internal/scheduler/division"
-	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 )
 
 // mode is how replicas are assigned.

@@ -8,7 +8,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
-	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 )
 
 // ClusterOption changes a test cluster.

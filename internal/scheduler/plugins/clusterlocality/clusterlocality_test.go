@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
-	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 	st "github.com/flotilla-io/flotilla/internal/scheduler/schedulertest"
 )
 

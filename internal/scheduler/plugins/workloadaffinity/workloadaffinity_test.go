@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 	st "github.com/flotilla-io/flotilla/internal/scheduler/schedulertest"
 )
 
