@@ -111,7 +111,7 @@ type summer struct {
 	grading *grading
 	// nodes are the Nodes by name, for the node groups.
 	nodes map[string]*nodeFree
-	reuse   corev1.ResourceList
+	reuse corev1.ResourceList
 }
 
 func newSummer(models []clusterv1alpha1.ResourceModel) *summer {

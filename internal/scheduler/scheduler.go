@@ -12,7 +12,6 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/scheduler/division"
-	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/apienablement"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusteraffinity"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusterdeletion"
@@ -22,6 +21,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/spreadconstraint"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/tainttoleration"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/workloadaffinity"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 )
 
 // Options configure a Scheduler.
