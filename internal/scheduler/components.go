@@ -69,7 +69,7 @@ func AvailableComponentSets(c *clusterv1alpha1.Cluster, components []workv1alpha
 	if len(request) == 0 && pods.Sign() == 0 {
 		return math.MaxInt32
 	}
-	return availableUnits(c, request, pods)
+	return availableUnits(c, request, pods, nil)
 }
 
 // ComponentShortfall says why the cluster cannot hold one set: per resource, by how much the

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,12 +13,14 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/scheduler/division"
+	"github.com/flotilla-io/flotilla/internal/scheduler/estimate"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/apienablement"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusteraffinity"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusterdeletion"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clustereviction"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusterlocality"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/federatedquota"
+	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/replicacapacity"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/spreadconstraint"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/tainttoleration"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/workloadaffinity"
@@ -47,6 +50,7 @@ func DefaultPlugins() []framework.Plugin {
 		apienablement.New(),
 		workloadaffinity.New(),
 		federatedquota.New(),
+		replicacapacity.New(),
 		spreadconstraint.New(),
 		clusterlocality.New(),
 	}
@@ -115,6 +119,10 @@ type Input struct {
 	// namespace's other bindings request (the scheduler controller reads them); nil for a
 	// namespace without one.
 	Quotas []NamespaceQuota
+	// Held are, by cluster name, the placements of other bindings that the members have not
+	// reported running yet (the scheduler controller's Ledger): the estimate of free room
+	// subtracts them, so that bindings scheduled at once do not take the same capacity.
+	Held map[string][]estimate.Held
 }
 
 // NamespaceQuota is a FederatedResourceQuota of the binding's namespace; see
@@ -181,6 +189,7 @@ func (s *Scheduler) Schedule(in Input, clusters []*clusterv1alpha1.Cluster) (Res
 	state.CapacityAware = needsCapacity(state)
 	state.Peers = in.Peers
 	state.Quotas = in.Quotas
+	state.Room = roomEstimator(state.Spec, in.Held)
 	groups := state.Placement.ClusterAffinities
 	if len(groups) == 0 {
 		return s.cycle(state, clusters)
@@ -315,7 +324,7 @@ func (s *Scheduler) score(state *framework.CycleState, candidates []framework.Ca
 			scorers = append(scorers, f)
 		}
 	}
-	request := replicaRequest(state.Spec)
+	components, replicas := HasComponents(state.Spec), state.Spec.Replicas > 0
 	for i := range candidates {
 		c := &candidates[i]
 		for _, score := range scorers {
@@ -323,13 +332,41 @@ func (s *Scheduler) score(state *framework.CycleState, candidates []framework.Ca
 		}
 		c.Rank = state.Rank(c.Cluster.Name)
 		switch {
-		case HasComponents(state.Spec):
+		case components:
 			c.Available = AvailableComponentSets(c.Cluster, state.Spec.Components)
-		case state.CapacityAware:
-			c.Available = AvailableReplicas(c.Cluster, request)
+		case replicas:
+			room, known := state.RoomOn(c.Cluster)
+			c.Room = room
+			if !known {
+				c.Room = math.MaxInt32
+			}
+			if state.CapacityAware {
+				c.Available = room
+			}
 		}
 	}
 	return nil
+}
+
+// roomEstimator returns the cycle's CycleState.Room: EstimateReplicas of the binding's
+// requirements, once per cluster.
+func roomEstimator(spec *workv1alpha2.ResourceBindingSpec, held map[string][]estimate.Held) func(*clusterv1alpha1.Cluster) (int32, bool) {
+	type room struct {
+		replicas int32
+		known    bool
+	}
+	est := estimate.New(spec.ReplicaRequirements)
+	request := replicaRequest(spec)
+	seen := map[string]room{}
+	return func(c *clusterv1alpha1.Cluster) (int32, bool) {
+		if r, ok := seen[c.Name]; ok {
+			return r.replicas, r.known
+		}
+		var r room
+		r.replicas, r.known = EstimateReplicas(c, request, est, held[c.Name])
+		seen[c.Name] = r
+		return r.replicas, r.known
+	}
 }
 
 // selectClusters runs the select plugins in turn.

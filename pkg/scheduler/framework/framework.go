@@ -62,6 +62,11 @@ type Candidate struct {
 	// Available is how many more replicas of the binding the cluster can hold. It is only
 	// computed when CycleState.CapacityAware is true, and is 0 otherwise.
 	Available int32
+	// Room is how many more replicas of the binding the cluster can hold by the estimate
+	// (CycleState.Room); math.MaxInt32 when the cluster has not reported its capacity or
+	// nothing bounds the replicas. It is computed for every binding with replicas and
+	// without components.
+	Room int32
 	// Rank is the cluster's per-binding tie-break rank: among equals, the lower rank wins.
 	Rank uint64
 	// Tier is the overflow tier the cluster belongs to (CycleState.Tiers): 0 is the
