@@ -42,6 +42,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/hostguard"
 	"github.com/flotilla-io/flotilla/internal/hostmetrics"
 	"github.com/flotilla-io/flotilla/internal/memlimit"
+	"github.com/flotilla-io/flotilla/internal/scheduler/ledger"
 	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
@@ -113,6 +114,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.controllers.Failover.GracePeriod, "graceful-eviction-timeout", d.Failover.GracePeriod,
 		"How long a cluster a workload was evicted from keeps it while the new placement is not healthy yet (a task's gracePeriodSeconds wins).")
 	fs.StringVar(&o.controllers.SchedulerName, "scheduler-name", "default-scheduler", "Bindings naming another scheduler are left to it.")
+	fs.DurationVar(&o.controllers.SchedulerHoldTTL, "scheduler-hold-ttl", ledger.DefaultTTL,
+		"How long a placement its member has not reported yet is subtracted from the cluster's estimated room, at most (docs/guides/scheduling.md).")
 	fs.BoolFunc("builtin-interpreters", "Interpret the third-party kinds Flotilla ships customizations for (OpenKruise, Argo, Flux, Kubeflow, Volcano, Flink, Ray, Spark, Kyverno; "+
 		"see docs/builtin-interpreters.md); a ResourceInterpreterCustomization of the kind wins for the operations it scripts. On by default; =false turns them off.", func(v string) error {
 		on, err := strconv.ParseBool(v)

@@ -41,6 +41,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/memberqueue"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/scheduler/ledger"
 	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
@@ -68,6 +69,9 @@ type Options struct {
 	EnableEmptyWorkloadPropagation bool
 	// SchedulerName is the scheduler name this manager answers to.
 	SchedulerName string
+	// SchedulerHoldTTL bounds how long a placement its member has not reported yet is
+	// subtracted from the clusters' estimated room (ledger.DefaultTTL when 0).
+	SchedulerHoldTTL time.Duration
 	// MemberWorkers is how many Works of one member cluster are applied at once, on workers
 	// of that member's own (a slow member never holds the others' workers).
 	MemberWorkers int
@@ -233,10 +237,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	newRB := func() client.Object { return &workv1alpha2.ResourceBinding{} }
 	newCRB := func() client.Object { return &workv1alpha2.ClusterResourceBinding{} }
 	schedulers := map[string]*schedulercontroller.Reconciler{}
+	held := ledger.New(o.SchedulerHoldTTL)
 	for kind, nb := range map[string]func() client.Object{"ResourceBinding": newRB, "ClusterResourceBinding": newCRB} {
 		schedulers[kind] = &schedulercontroller.Reconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("default-scheduler"), Scheduler: sched,
-			SchedulerName: o.SchedulerName, NewBinding: nb, Shards: shards,
+			SchedulerName: o.SchedulerName, NewBinding: nb, Shards: shards, Ledger: held,
 		}
 	}
 	detectorRef = &detector.Reconciler{

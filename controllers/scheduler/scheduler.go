@@ -35,6 +35,8 @@ import (
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/memo"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/scheduler/estimate"
+	"github.com/flotilla-io/flotilla/internal/scheduler/ledger"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/federatedquota"
 	"github.com/flotilla-io/flotilla/internal/shard"
 )
@@ -57,6 +59,10 @@ type Reconciler struct {
 	NewBinding func() client.Object
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Ledger holds the placements the members have not reported yet, so that the estimates
+	// of the next bindings do not count the same room; shared by the reconcilers of both
+	// kinds. Nil: nothing is held.
+	Ledger *ledger.Ledger
 
 	// failures counts, by binding, the attempts that found no placement since the last that
 	// did: the backoff of unschedulable bindings (retryDelay).
@@ -138,6 +144,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, rb); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
+			if r.Ledger != nil {
+				r.Ledger.Forget(ledgerKey(r.NewBinding(), req.NamespacedName))
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -169,7 +178,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	in := scheduler.Input{Spec: spec, Status: status, Annotations: rb.GetAnnotations(), Peers: peers, Quotas: quotas}
+	in := scheduler.Input{Spec: spec, Status: status, Annotations: rb.GetAnnotations(), Peers: peers, Quotas: quotas, Held: r.held(clusters)}
 	need, why := scheduler.NeedsSchedule(in, clusters)
 	var result scheduler.Result
 	if !need {
@@ -213,12 +222,14 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	before := rb.DeepCopyObject().(client.Object)
+	previous := spec.Clusters
 	place(rb, result.Clusters, placement)
 	// The optimistic lock: the failover controller writes spec.clusters too (it takes evicted
 	// clusters out), and a placement computed from an older view must not put one back.
 	if err := r.Client.Patch(ctx, rb, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	r.hold(rb, previous, result.Clusters, clusters)
 
 	now := metav1.NewTime(r.now())
 	msg := fmt.Sprintf("Binding has been scheduled to %s", describe(result.Clusters))
@@ -561,7 +572,75 @@ func (r *Reconciler) PlaceNew(ctx context.Context, rb client.Object) (bool, erro
 	}
 	observeAttempt(start, nil)
 	place(rb, result.Clusters, placement)
+	// Held from now: the binding is created with its placement by the caller.
+	r.hold(rb, nil, result.Clusters, clusters)
 	return true, nil
+}
+
+// held returns the placements the members have not reported yet, by cluster.
+func (r *Reconciler) held(clusters []*clusterv1alpha1.Cluster) map[string][]estimate.Held {
+	if r.Ledger == nil {
+		return nil
+	}
+	return r.Ledger.Held(r.now(), reportedPods(clusters))
+}
+
+// hold records the replicas a new placement adds per cluster, until the members report them.
+// The binding's holds on a cluster it now has fewer replicas on are dropped. Clusters that
+// report no capacity are not estimated, so nothing is held on them.
+func (r *Reconciler) hold(rb client.Object, previous, placed []workv1alpha2.TargetCluster, clusters []*clusterv1alpha1.Cluster) {
+	if r.Ledger == nil {
+		return
+	}
+	key := ledgerKey(rb, client.ObjectKeyFromObject(rb))
+	was := make(map[string]int32, len(previous))
+	for _, tc := range previous {
+		was[tc.Name] += tc.Replicas
+	}
+	pods := reportedPods(clusters)
+	request := scheduler.ReplicaRequest(bindings.Spec(rb))
+	now := r.now()
+	for _, tc := range placed {
+		count, reports := pods[tc.Name]
+		if !reports {
+			continue
+		}
+		switch add := tc.Replicas - was[tc.Name]; {
+		case add > 0:
+			r.Ledger.Hold(now, key, tc.Name, add, request, count)
+		case add < 0:
+			r.Ledger.Release(key, tc.Name)
+		}
+	}
+	for name := range was {
+		if !slices.ContainsFunc(placed, func(tc workv1alpha2.TargetCluster) bool { return tc.Name == name }) {
+			r.Ledger.Release(key, name)
+		}
+	}
+}
+
+// ledgerKey names a binding in the ledger: its kind, namespace and name.
+func ledgerKey(rb client.Object, key types.NamespacedName) string {
+	return bindings.Kind(rb) + "/" + key.String()
+}
+
+// reportedPods returns, for each cluster that reports its capacity, how many pods it counts
+// (allocated and allocating), or ledger.Unreported when it counts none.
+func reportedPods(clusters []*clusterv1alpha1.Cluster) map[string]int64 {
+	out := make(map[string]int64, len(clusters))
+	for _, c := range clusters {
+		rs := c.Status.ResourceSummary
+		if rs == nil {
+			continue
+		}
+		pods := ledger.Unreported
+		if _, ok := rs.Allocatable[corev1.ResourcePods]; ok {
+			allocated, allocating := rs.Allocated[corev1.ResourcePods], rs.Allocating[corev1.ResourcePods]
+			pods = allocated.Value() + allocating.Value()
+		}
+		out[c.Name] = pods
+	}
+	return out
 }
 
 // place sets a binding's clusters and the applied-placement annotation they were chosen
