@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -178,8 +179,17 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	in := scheduler.Input{Spec: spec, Status: status, Annotations: rb.GetAnnotations(), Peers: peers, Quotas: quotas, Held: r.held(clusters)}
+	in := scheduler.Input{Spec: spec, Status: status, Annotations: rb.GetAnnotations(), Peers: peers, Quotas: quotas}
 	need, why := scheduler.NeedsSchedule(in, clusters)
+	// Reading the held placements, the cycle and holding the placement it makes are one step
+	// (lockLedger): two workers must not both count the same room.
+	unlock := func() {}
+	defer func() { unlock() }()
+	cycle := func(in scheduler.Input) (scheduler.Result, error) {
+		unlock = sync.OnceFunc(r.lockLedger())
+		in.Held = r.held(clusters)
+		return r.Scheduler.Schedule(in, clusters)
+	}
 	var result scheduler.Result
 	if !need {
 		r.failures.Delete(req.NamespacedName)
@@ -189,8 +199,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// A duplicated workload goes to every cluster that fits: a cluster that joined,
 		// recovered or now matches gets it too. Clusters already chosen are kept by the
 		// plugins (NoSchedule taints do not evict), so this does not flap.
-		result, err = r.Scheduler.Schedule(in, clusters)
+		result, err = cycle(in)
 		if err != nil || sameClusters(result.Clusters, spec.Clusters) {
+			unlock()
 			return ctrl.Result{}, r.observe(ctx, rb)
 		}
 		why = "the clusters that fit a duplicated placement changed"
@@ -198,7 +209,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// A triggered reschedule (a WorkloadRebalancer) starts from scratch; any other keeps
 		// what it can of the current placement.
 		in.Fresh = scheduler.RescheduleTriggered(in)
-		result, err = r.Scheduler.Schedule(in, clusters)
+		result, err = cycle(in)
+	}
+	if err != nil {
+		unlock()
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues(bindings.Kind(rb), req.String(), "reason", why)
 	observeAttempt(start, err)
@@ -219,17 +233,21 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.failures.Delete(req.NamespacedName)
 	placement, err := scheduler.AppliedPlacement(spec.Placement)
 	if err != nil {
+		unlock()
 		return ctrl.Result{}, err
 	}
 	before := rb.DeepCopyObject().(client.Object)
-	previous := spec.Clusters
+	r.hold(rb, spec.Clusters, result.Clusters, clusters)
+	unlock()
 	place(rb, result.Clusters, placement)
 	// The optimistic lock: the failover controller writes spec.clusters too (it takes evicted
 	// clusters out), and a placement computed from an older view must not put one back.
 	if err := r.Client.Patch(ctx, rb, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if r.Ledger != nil {
+			r.Ledger.Forget(ledgerKey(rb, req.NamespacedName)) // not placed after all
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	r.hold(rb, previous, result.Clusters, clusters)
 
 	now := metav1.NewTime(r.now())
 	msg := fmt.Sprintf("Binding has been scheduled to %s", describe(result.Clusters))
@@ -560,8 +578,10 @@ func (r *Reconciler) PlaceNew(ctx context.Context, rb client.Object) (bool, erro
 	if err != nil {
 		return false, err
 	}
+	unlock := r.lockLedger()
+	defer unlock()
 	result, err := r.Scheduler.Schedule(scheduler.Input{Spec: spec, Status: &workv1alpha2.ResourceBindingStatus{},
-		Annotations: rb.GetAnnotations(), Quotas: quotas}, clusters)
+		Annotations: rb.GetAnnotations(), Quotas: quotas, Held: r.held(clusters)}, clusters)
 	if err != nil || len(result.Clusters) == 0 {
 		// The reconcile schedules it, and reports why it cannot.
 		return false, nil
@@ -575,6 +595,15 @@ func (r *Reconciler) PlaceNew(ctx context.Context, rb client.Object) (bool, erro
 	// Held from now: the binding is created with its placement by the caller.
 	r.hold(rb, nil, result.Clusters, clusters)
 	return true, nil
+}
+
+// lockLedger serializes the cycles that read the ledger and add to it; it returns the unlock.
+func (r *Reconciler) lockLedger() func() {
+	if r.Ledger == nil {
+		return func() {}
+	}
+	r.Ledger.Lock()
+	return r.Ledger.Unlock
 }
 
 // held returns the placements the members have not reported yet, by cluster.

@@ -31,6 +31,8 @@ const Unreported int64 = -1
 // Ledger holds placements by cluster. The zero value is not usable; use New.
 type Ledger struct {
 	ttl time.Duration
+	// cycle serializes the scheduling cycles that read the ledger and then add to it.
+	cycle sync.Mutex
 
 	mu        sync.Mutex
 	byCluster map[string][]entry // in the order they were made
@@ -53,6 +55,14 @@ func New(ttl time.Duration) *Ledger {
 	}
 	return &Ledger{ttl: ttl, byCluster: map[string][]entry{}}
 }
+
+// Lock starts a scheduling cycle that reads the held placements and then holds its own:
+// cycles are serialized so that two do not both count the same room. The ledger's other
+// methods may be called while it is locked.
+func (l *Ledger) Lock() { l.cycle.Lock() }
+
+// Unlock ends the cycle started by Lock.
+func (l *Ledger) Unlock() { l.cycle.Unlock() }
 
 // TTL returns how long a placement is held at most.
 func (l *Ledger) TTL() time.Duration { return l.ttl }
