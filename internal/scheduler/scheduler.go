@@ -396,7 +396,9 @@ func pluginError(p framework.Plugin, err error) error {
 
 // ReplicaRequest returns what one replica of the binding requests
 // (spec.replicaRequirements.resourceRequest), nil when it does not say.
-func ReplicaRequest(spec *workv1alpha2.ResourceBindingSpec) corev1.ResourceList { return replicaRequest(spec) }
+func ReplicaRequest(spec *workv1alpha2.ResourceBindingSpec) corev1.ResourceList {
+	return replicaRequest(spec)
+}
 
 func replicaRequest(spec *workv1alpha2.ResourceBindingSpec) corev1.ResourceList {
 	if spec.ReplicaRequirements == nil {
