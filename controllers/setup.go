@@ -43,6 +43,8 @@ import (
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/scheduler/ledger"
 	"github.com/flotilla-io/flotilla/internal/shard"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/config"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 )
 
 // CacheOptions are the manager's cache options: objects are cached without managedFields,
@@ -69,6 +71,12 @@ type Options struct {
 	EnableEmptyWorkloadPropagation bool
 	// SchedulerName is the scheduler name this manager answers to.
 	SchedulerName string
+	// SchedulerPlugins are scheduler plugins beside the default ones (pkg/manager's
+	// WithSchedulerPlugins), run after them.
+	SchedulerPlugins []framework.Plugin
+	// SchedulerProfile enables, disables and weighs the scheduler's plugins
+	// (--scheduler-plugins, --scheduler-config); the zero value runs them all.
+	SchedulerProfile config.Plugins
 	// SchedulerHoldTTL bounds how long a placement its member has not reported yet is
 	// subtracted from the clusters' estimated room (ledger.DefaultTTL when 0).
 	SchedulerHoldTTL time.Duration
@@ -208,7 +216,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	if err := schedulercontroller.SetupIndexes(ctx, mgr); err != nil {
 		return nil, err
 	}
-	sched, err := scheduler.New(scheduler.Options{EnableEmptyWorkloadPropagation: o.EnableEmptyWorkloadPropagation})
+	sched, err := scheduler.New(scheduler.Options{EnableEmptyWorkloadPropagation: o.EnableEmptyWorkloadPropagation,
+		ExtraPlugins: o.SchedulerPlugins, Plugins: o.SchedulerProfile})
 	if err != nil {
 		return nil, err
 	}
