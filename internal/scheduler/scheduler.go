@@ -235,11 +235,7 @@ func (s *Scheduler) Schedule(in Input, clusters []*clusterv1alpha1.Cluster) (Res
 	if in.Fresh {
 		in = in.forgetCurrent()
 	}
-	state := framework.NewCycleState(in.Spec, in.Status, in.seed())
-	state.CapacityAware = needsCapacity(state)
-	state.Peers = in.Peers
-	state.Quotas = in.Quotas
-	state.Room = roomEstimator(state.Spec, in.Held)
+	state := newState(in)
 	groups := state.Placement.ClusterAffinities
 	if len(groups) == 0 {
 		return s.cycle(state, clusters)
@@ -261,6 +257,16 @@ func (s *Scheduler) Schedule(in Input, clusters []*clusterv1alpha1.Cluster) (Res
 		failures.Groups = append(failures.Groups, unschedulable)
 	}
 	return Result{}, failures
+}
+
+// newState returns the state of a cycle for the input.
+func newState(in Input) *framework.CycleState {
+	state := framework.NewCycleState(in.Spec, in.Status, in.seed())
+	state.CapacityAware = needsCapacity(state)
+	state.Peers = in.Peers
+	state.Quotas = in.Quotas
+	state.Room = roomEstimator(state.Spec, in.Held)
+	return state
 }
 
 // firstGroup returns the index of the group last scheduled into, or 0.

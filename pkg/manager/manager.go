@@ -31,6 +31,7 @@ package manager
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -51,6 +52,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/hostguard"
 	"github.com/flotilla-io/flotilla/internal/hostmetrics"
 	"github.com/flotilla-io/flotilla/internal/memlimit"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/scheduler/ledger"
 	"github.com/flotilla-io/flotilla/internal/shard"
 	"github.com/flotilla-io/flotilla/pkg/scheduler/config"
@@ -185,6 +187,32 @@ func WithSchedulerPlugins(plugins ...framework.Plugin) Option {
 	return func(o *options) { o.controllers.SchedulerPlugins = append(o.controllers.SchedulerPlugins, plugins...) }
 }
 
+// Check parses args as Main parses the command line and checks what can be checked without
+// a cluster: the scheduler's plugins (their names, weights and the configuration file). A
+// binary built with extra plugins tests its wiring with it.
+func Check(args []string, opts ...Option) error {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return o.checkScheduler()
+}
+
+// checkScheduler builds the scheduler once, so that a bad plugin flag fails at start.
+func (o *options) checkScheduler() error {
+	_, err := scheduler.New(scheduler.Options{ExtraPlugins: o.controllers.SchedulerPlugins, Plugins: o.controllers.SchedulerProfile})
+	if err != nil {
+		return fmt.Errorf("scheduler plugins: %w", err)
+	}
+	return nil
+}
+
 // Main parses the command line, runs the manager until it is signalled, and exits the
 // process: 1 on any error.
 func Main(opts ...Option) {
@@ -196,6 +224,10 @@ func Main(opts ...Option) {
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if err := o.checkScheduler(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	// hostmetrics.Logger lets the host request counter name the controller of each request.
 	ctrl.SetLogger(hostmetrics.Logger(zap.New(zap.UseFlagOptions(&zapOpts))))
 	log := ctrl.Log.WithName("setup")
