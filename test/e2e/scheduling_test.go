@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -75,5 +76,42 @@ var _ = Describe("Scheduling by what fits on the members' nodes", func() {
 		Expect(env.Host.Create(ctx, d)).To(Succeed())
 		Eventually(func() map[string]framework.Replicas { return placed(ctx, ns, name) }).WithContext(ctx).
 			Should(Equal(map[string]framework.Replicas{"member3": {Spec: 3, Ready: 3}}))
+	})
+
+	It("does not overfill the favourite member with 20 workloads created at once", func(ctx context.Context) {
+		// Static weights 10:1:1 favour member1, which holds nine 2-CPU replicas (four on each
+		// large node, one on the small one). Without holds, every binding saw that room and
+		// most of the twenty went there; the rest stayed Pending.
+		const ns, n = "burst-e2e", 20
+		templateNamespace(ctx, ns)
+		DeferCleanup(func(ctx context.Context) {
+			_ = env.Host.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		})
+		var weights []policyv1alpha1.StaticClusterWeight
+		for m, w := range map[string]int64{"member1": 10, "member2": 1, "member3": 1} {
+			weights = append(weights, policyv1alpha1.StaticClusterWeight{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{m}}, Weight: w})
+		}
+		p := policy(ns, "all", []string{"member1", "member2", "member3"}, &policyv1alpha1.ReplicaSchedulingStrategy{
+			ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDivided, ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceWeighted,
+			WeightPreference: &policyv1alpha1.ClusterPreferences{StaticWeightList: weights}})
+		p.Spec.ResourceSelectors = []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}}
+		Expect(env.Host.Create(ctx, p)).To(Succeed())
+		for i := range n {
+			Expect(env.Host.Create(ctx, deployment(ns, fmt.Sprintf("w%02d", i), 1, resource.MustParse("2"), nil))).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			onMember1 := 0
+			for i := range n {
+				got := placed(ctx, ns, fmt.Sprintf("w%02d", i))
+				g.Expect(got).To(HaveLen(1), "w%02d is placed on one member", i)
+				for m, r := range got {
+					g.Expect(r).To(Equal(framework.Replicas{Spec: 1, Ready: 1}), "w%02d on %s", i, m)
+					if m == "member1" {
+						onMember1++
+					}
+				}
+			}
+			g.Expect(onMember1).To(BeNumerically("<=", 9))
+		}).WithContext(ctx).Should(Succeed())
 	})
 })
