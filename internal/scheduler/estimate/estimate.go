@@ -140,7 +140,7 @@ func (e *Estimator) Replicas(groups []clusterv1alpha1.NodeGroup, held []Held) in
 		if g.Count <= 0 || !e.Matches(g) {
 			continue
 		}
-		per := e.perNode(freeOf(g.Free))
+		per := e.perGroupNode(g.Free)
 		if per >= Unlimited {
 			return Unlimited
 		}
@@ -152,108 +152,148 @@ func (e *Estimator) Replicas(groups []clusterv1alpha1.NodeGroup, held []Held) in
 	return total
 }
 
-// free is a node's free amounts by resource.
-type free map[corev1.ResourceName]int64
-
-func freeOf(l corev1.ResourceList) free {
-	f := make(free, len(l))
-	for name, q := range l {
-		f[name] = max(Amount(name, q), 0)
-	}
-	return f
-}
-
-// perNode is how many replicas fit in f.
-func (e *Estimator) perNode(f free) int64 {
+// perGroupNode is how many replicas fit on one node with free free.
+func (e *Estimator) perGroupNode(free corev1.ResourceList) int64 {
 	n := int64(Unlimited)
-	if slots, ok := f[corev1.ResourcePods]; ok {
-		n = min(n, slots)
+	if slots, ok := free[corev1.ResourcePods]; ok {
+		n = min(n, max(slots.Value(), 0))
 	}
 	for _, r := range e.request {
-		n = min(n, f[r.name]/r.amount)
+		q, ok := free[r.name]
+		if !ok {
+			return 0
+		}
+		n = min(n, max(Amount(r.name, q), 0)/r.amount)
 		if n == 0 {
 			return 0
 		}
 	}
-	return max(n, 0)
+	return n
 }
 
-// node is one simulated node.
-type node struct {
-	free    free
-	matches bool
+// vectors index the resources of one simulation: the binding's requests, the held
+// placements' requests and pod slots (index 0).
+type vectors struct {
+	names []corev1.ResourceName
+	index map[corev1.ResourceName]int
+}
+
+func (v *vectors) add(name corev1.ResourceName) int {
+	if i, ok := v.index[name]; ok {
+		return i
+	}
+	v.index[name] = len(v.names)
+	v.names = append(v.names, name)
+	return len(v.names) - 1
+}
+
+// amounts returns a request as amounts by index; a replica also takes a pod slot.
+func (v *vectors) amounts(req []need) []int64 {
+	out := make([]int64, len(v.names))
+	out[0] = 1
+	for _, r := range req {
+		out[v.index[r.name]] = r.amount
+	}
+	return out
 }
 
 // replicasAfter places the held replicas node by node, first on the nodes the binding could
 // use (the worst case for it), then counts what is left.
 func (e *Estimator) replicasAfter(groups []clusterv1alpha1.NodeGroup, held []Held) int64 {
-	var nodes []node
+	v := &vectors{index: map[corev1.ResourceName]int{}}
+	v.add(corev1.ResourcePods)
+	for _, r := range e.request {
+		v.add(r.name)
+	}
+	heldNeeds := make([][]need, len(held))
+	for i, h := range held {
+		heldNeeds[i] = needs(h.Request)
+		for _, r := range heldNeeds[i] {
+			v.add(r.name)
+		}
+	}
+	width := len(v.names)
+	mine := v.amounts(e.request)
+	// The nodes the binding could use first, then the others; a node's free amounts by
+	// index, math.MaxInt64 pod slots when it does not count them.
+	var matching, others [][]int64
 	var total int64 // of the nodes beyond MaxExpandedNodes
+	expanded := 0
 	for i := range groups {
 		g := &groups[i]
-		matches := e.Matches(g)
 		count := int(max(g.Count, 0))
-		expand := min(count, MaxExpandedNodes-len(nodes))
-		for range expand {
-			nodes = append(nodes, node{free: freeOf(g.Free), matches: matches})
+		matches := e.Matches(g)
+		free := make([]int64, width)
+		for j, name := range v.names {
+			q, ok := g.Free[name]
+			switch {
+			case ok:
+				free[j] = max(Amount(name, q), 0)
+			case j == 0:
+				free[j] = math.MaxInt64
+			}
+		}
+		expand := min(count, MaxExpandedNodes-expanded)
+		expanded += expand
+		backing := make([]int64, expand*width)
+		for k := range expand {
+			node := backing[k*width : (k+1)*width]
+			copy(node, free)
+			if matches {
+				matching = append(matching, node)
+			} else {
+				others = append(others, node)
+			}
 		}
 		if matches && count > expand {
-			total = min(total+e.perNode(freeOf(g.Free))*int64(count-expand), Unlimited)
+			total = min(total+perVector(free, mine)*int64(count-expand), Unlimited)
 		}
 	}
-	// Matching nodes first: held replicas take the binding's room before anything else.
-	ordered := make([]*node, 0, len(nodes))
-	for i := range nodes {
-		if nodes[i].matches {
-			ordered = append(ordered, &nodes[i])
-		}
-	}
-	for i := range nodes {
-		if !nodes[i].matches {
-			ordered = append(ordered, &nodes[i])
-		}
-	}
-	for _, h := range held {
-		req := needs(h.Request)
+	for i, h := range held {
+		need := v.amounts(heldNeeds[i])
 		for range max(h.Replicas, 0) {
-			for _, n := range ordered {
-				if take(n.free, req) {
-					break
-				}
-			}
 			// A held replica that fits nowhere stays Pending in the member: it takes nothing.
+			_ = take(matching, need) || take(others, need)
 		}
 	}
-	for _, n := range nodes {
-		if !n.matches {
-			continue
-		}
-		per := e.perNode(n.free)
-		if per >= Unlimited {
-			return Unlimited
-		}
-		if total += per; total >= Unlimited {
+	for _, node := range matching {
+		if total += perVector(node, mine); total >= Unlimited {
 			return Unlimited
 		}
 	}
 	return total
 }
 
-// take takes one replica's request (and a pod slot) from f when it fits.
-func take(f free, req []need) bool {
-	if slots, ok := f[corev1.ResourcePods]; ok && slots < 1 {
-		return false
-	}
-	for _, r := range req {
-		if f[r.name] < r.amount {
-			return false
+// perVector is how many of need fit in free.
+func perVector(free, need []int64) int64 {
+	n := int64(Unlimited)
+	for j, a := range need {
+		if a > 0 {
+			n = min(n, free[j]/a)
 		}
 	}
-	if _, ok := f[corev1.ResourcePods]; ok {
-		f[corev1.ResourcePods]--
+	return max(n, 0)
+}
+
+// take takes need from the first node it fits on, and reports whether it did.
+func take(nodes [][]int64, need []int64) bool {
+	for _, node := range nodes {
+		fits := true
+		for j, a := range need {
+			if node[j] < a {
+				fits = false
+				break
+			}
+		}
+		if !fits {
+			continue
+		}
+		for j, a := range need {
+			if node[j] != math.MaxInt64 {
+				node[j] -= a
+			}
+		}
+		return true
 	}
-	for _, r := range req {
-		f[r.name] -= r.amount
-	}
-	return true
+	return false
 }
