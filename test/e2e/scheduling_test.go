@@ -20,7 +20,7 @@ import (
 // large nodes (8 CPUs) and one small node (2 CPUs), member3 has two large nodes with 4 GPUs
 // each. The scheduler estimates room node by node, so replicas go where they fit and every
 // one of them runs.
-var _ = Describe("Scheduling by what fits on the members' nodes", func() {
+var _ = Describe("Scheduling by what fits on the members' nodes", Ordered, func() {
 	policy := func(ns, name string, members []string, rs *policyv1alpha1.ReplicaSchedulingStrategy) *policyv1alpha1.PropagationPolicy {
 		return &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: policyv1alpha1.PropagationSpec{
@@ -35,6 +35,21 @@ var _ = Describe("Scheduling by what fits on the members' nodes", func() {
 			_ = env.Host.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 		})
 	}
+	// The specs leave the members as they found them: after the last one, the cleanup waits
+	// until every member's Cluster reports the CPU free again that it had before the first
+	// (other specs size their workloads by it; the status is refreshed every 30 s).
+	BeforeAll(func(ctx context.Context) {
+		before := map[string]int64{}
+		for _, m := range []string{"member1", "member2", "member3"} {
+			Eventually(func(g Gomega) { before[m] = freeCPU(ctx, g, m) }).WithContext(ctx).Should(Succeed())
+		}
+		DeferCleanup(func(ctx context.Context) {
+			for m, free := range before {
+				Eventually(func(g Gomega) int64 { return freeCPU(ctx, g, m) }).WithContext(ctx).
+					Should(BeNumerically(">=", free), "%s's CPU is free again", m)
+			}
+		})
+	})
 	placed := func(ctx context.Context, ns, name string) map[string]framework.Replicas {
 		out := map[string]framework.Replicas{}
 		for m, r := range env.DeploymentReplicas(ctx, ns, name) {
