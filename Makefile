@@ -44,8 +44,18 @@ fmt: ## go fmt.
 vet: ## go vet.
 	go vet ./...
 
+.PHONY: docs
+docs: ## Regenerate docs/cli.md from the kubectl flotilla commands and the YAML blocks included from files.
+	UPDATE_GOLDEN=1 go test ./cmd/kubectl-flotilla/ -run '^TestCLIDoc$$' -count=1 >/dev/null
+	go run ./hack/doccheck -fix
+
+.PHONY: verify-docs
+verify-docs: ## Fail when docs/cli.md or an included YAML block is stale, a command lacks an example, or a doc link, anchor or path is broken.
+	go test ./cmd/kubectl-flotilla/ -run '^(TestCLIDoc|TestCommandsHaveExamples)$$' -count=1
+	go run ./hack/doccheck
+
 .PHONY: verify
-verify: manifests generate ## Fail when generated files are stale or code is unformatted.
+verify: manifests generate verify-docs ## Fail when generated files are stale, code is unformatted or the docs are broken.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@git diff --exit-code -- config api || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- config api)" || { echo "untracked generated files:"; git status --porcelain -- config api; exit 1; }

@@ -37,6 +37,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/cachetrim"
 	"github.com/flotilla-io/flotilla/internal/handoff"
+	"github.com/flotilla-io/flotilla/internal/hostclient"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/memberqueue"
@@ -291,7 +292,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	if err := (&rebalancer.Reconciler{}).SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
 	}
-	hostID, err := execution.HostID(ctx, mgr.GetAPIReader())
+	hostID, err := hostclient.HostID(ctx, mgr.GetAPIReader())
 	if err != nil {
 		return nil, err
 	}

@@ -90,5 +90,42 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newTokenCommand(host), newRegisterCommand(host), newUnregisterCommand(host))
 	root.AddCommand(newMigrateCommand(host), newPromoteCommand(host))
 	root.AddCommand(newInterpretCommand(host), newScheduleCommand(host))
+	addCompletionExamples(root)
 	return root
+}
+
+// addCompletionExamples replaces cobra's default completion command with one of the same
+// shape whose commands each have an example, like every other command (--help and
+// docs/cli.md). Each writes to the command's output when it runs.
+func addCompletionExamples(root *cobra.Command) {
+	root.CompletionOptions.DisableDefaultCmd = true
+	completion := &cobra.Command{
+		Use:   "completion",
+		Short: "Generate the autocompletion script for the specified shell",
+		Long: `Generate the autocompletion script of kubectl flotilla for a shell. See each sub-command's
+help for how to load it.`,
+		Args: cobra.NoArgs,
+	}
+	for _, sh := range []struct {
+		name, example string
+		gen           func(cmd *cobra.Command) error
+	}{
+		{"bash", "  source <(kubectl flotilla completion bash)",
+			func(cmd *cobra.Command) error { return cmd.Root().GenBashCompletionV2(cmd.OutOrStdout(), true) }},
+		{"zsh", "  kubectl flotilla completion zsh > \"${fpath[1]}/_kubectl-flotilla\"",
+			func(cmd *cobra.Command) error { return cmd.Root().GenZshCompletion(cmd.OutOrStdout()) }},
+		{"fish", "  kubectl flotilla completion fish > ~/.config/fish/completions/kubectl-flotilla.fish",
+			func(cmd *cobra.Command) error { return cmd.Root().GenFishCompletion(cmd.OutOrStdout(), true) }},
+		{"powershell", "  kubectl flotilla completion powershell | Out-String | Invoke-Expression",
+			func(cmd *cobra.Command) error { return cmd.Root().GenPowerShellCompletionWithDesc(cmd.OutOrStdout()) }},
+	} {
+		completion.AddCommand(&cobra.Command{
+			Use:     sh.name,
+			Short:   "Generate the autocompletion script for " + sh.name,
+			Example: sh.example,
+			Args:    cobra.NoArgs,
+			RunE:    func(cmd *cobra.Command, _ []string) error { return sh.gen(cmd) },
+		})
+	}
+	root.AddCommand(completion)
 }

@@ -65,7 +65,9 @@ its Works and its workloads as they are.`,
 	del := &cobra.Command{
 		Use:   "delete ID",
 		Short: "Delete a bootstrap token",
-		Args:  cobra.ExactArgs(1),
+		Example: `  # ID is the one token create printed: the Cluster's name and 6 random characters
+  kubectl flotilla token delete edge-1-x7k2pq`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := host.config()
 			if err != nil {
@@ -190,6 +192,8 @@ func newUnregisterCommand(member *hostFlags) *cobra.Command {
 With --host-kubeconfig it deletes the Cluster in the host and waits for it to go (the agent,
 still running, removes what was propagated to the member). Without it, the Cluster must be gone
 already. Then it removes everything register made in the member.`,
+		Example: `  # with the member's kubeconfig; the host's deletes the Cluster first
+  kubectl flotilla unregister edge-1 --kubeconfig edge-1.kubeconfig --host-kubeconfig host.kubeconfig`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]

@@ -41,6 +41,15 @@ or several YAML documents) to work offline. Nothing is written.
 
 Placements the manager holds for bindings its members have not reported yet, workload
 affinity peers and FederatedResourceQuota usage are not known here.`,
+		Example: `  # Where would this Deployment go under this policy, and why?
+  kubectl flotilla schedule --dry-run -f policy.yaml -f deployment.yaml
+
+  # The same offline, against saved Clusters, with every filter's verdict
+  kubectl get clusters.cluster.karmada.io -o yaml > clusters.yaml
+  kubectl flotilla schedule --dry-run -f app.yaml --clusters-file clusters.yaml -v
+
+  # What changes without ClusterLocality
+  kubectl flotilla schedule --dry-run -f app.yaml --scheduler-plugins '*,-ClusterLocality'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSchedule(cmd, host, o) },
 	}

@@ -31,6 +31,9 @@ If the member cannot be reached, its Works are released without cleanup either w
 With --cluster-kubeconfig it also deletes, in the member, the ServiceAccount, ClusterRole and
 ClusterRoleBinding that join created, which revokes the control plane's tokens. Without it they
 are left in place, and listed.`,
+		Example: `  kubectl flotilla unjoin member2
+  # leave its workloads running in the member, no longer managed
+  kubectl flotilla unjoin member2 --keep-workloads --timeout 5m`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]

@@ -23,8 +23,8 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
-	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/internal/agentauth"
+	"github.com/flotilla-io/flotilla/internal/hostclient"
 )
 
 // IndexClusterBySecret indexes Clusters by the "namespace/name" of the Secret their
@@ -53,7 +53,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if r.HostID == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		id, err := execution.HostID(ctx, mgr.GetAPIReader())
+		id, err := hostclient.HostID(ctx, mgr.GetAPIReader())
 		if err != nil {
 			return err
 		}

@@ -914,7 +914,7 @@ func divided(p *policyv1alpha1.Placement) bool {
 
 // missingOverrides lists the policy's dependentOverrides that do not exist (or are being
 // deleted) in the template's namespace. Cluster-scoped templates have no OverridePolicies;
-// the README says their policies' dependentOverrides are not waited for.
+// docs/guides/override-per-cluster.md says their policies' dependentOverrides are not waited for.
 func (r *Reconciler) missingOverrides(ctx context.Context, namespace string, p *policymatch.Policy) ([]string, error) {
 	if namespace == "" || len(p.Spec.DependentOverrides) == 0 {
 		return nil, nil

@@ -43,14 +43,30 @@ var skippedCoreResources = map[string]bool{
 	"replicationcontrollers": false,
 }
 
-// skippedResources are other resources that are never templates.
+// skippedResources are other resources that are never templates: the host's, and what
+// Flotilla itself publishes in a namespace (a binding's PlacementDecisions live beside it).
 var skippedResources = map[schema.GroupResource]bool{
-	{Group: "apps", Resource: "controllerrevisions"}: true,
+	{Group: "apps", Resource: "controllerrevisions"}:                 true,
+	{Group: "multicluster.x-k8s.io", Resource: "placementdecisions"}: true,
+	{Group: "multicluster.x-k8s.io", Resource: "clusterprofiles"}:    true,
+}
+
+// controlPlaneGroup reports Karmada's API groups and Flotilla's own: their objects configure
+// the control plane (policies, interpreters, autoscalers, rebalancers, services across
+// clusters, rollouts), and none of them is a template. Flotilla's are named one by one:
+// users' own groups may end in flotilla.io too (the tests' example.flotilla.io does).
+func controlPlaneGroup(group string) bool {
+	return strings.HasSuffix(group, ".karmada.io") || flotillaGroups[group]
+}
+
+// flotillaGroups are the API groups Flotilla serves beside Karmada's.
+var flotillaGroups = map[string]bool{
+	"rollouts.flotilla.io": true,
 }
 
 // templateResource reports whether objects of the resource can be templates.
 func templateResource(gr schema.GroupResource) bool {
-	if strings.Contains(gr.Resource, "/") || skippedGroups[gr.Group] || skippedResources[gr] {
+	if strings.Contains(gr.Resource, "/") || skippedGroups[gr.Group] || controlPlaneGroup(gr.Group) || skippedResources[gr] {
 		return false
 	}
 	if gr.Group == "" && skippedCoreResources[gr.Resource] {

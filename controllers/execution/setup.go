@@ -2,11 +2,7 @@ package execution
 
 import (
 	"context"
-	"fmt"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,6 +17,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/hostclient"
 	"github.com/flotilla-io/flotilla/internal/memberqueue"
 	"github.com/flotilla-io/flotilla/internal/shard"
 )
@@ -30,7 +27,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.HostID == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		id, err := HostID(ctx, mgr.GetAPIReader())
+		id, err := hostclient.HostID(ctx, mgr.GetAPIReader())
 		if err != nil {
 			return err
 		}
@@ -53,16 +50,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		For(&workv1alpha1.Work{}, builder.WithPredicates(specOrDeletion())).
 		WatchesRawSource(r.Members.Source("execution", MemberEventHandler(mgr.GetClient())))
 	return r.Shards.Complete(b, shard.ListFrom(mgr.GetCache(), func() client.ObjectList { return &workv1alpha1.WorkList{} }), r)
-}
-
-// HostID identifies the host cluster on the member objects it manages: the UID of its
-// kube-system namespace, which lives as long as the cluster.
-func HostID(ctx context.Context, r client.Reader) (string, error) {
-	ns := &corev1.Namespace{}
-	if err := r.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
-		return "", fmt.Errorf("reading the host's id (the UID of namespace %s): %w", metav1.NamespaceSystem, err)
-	}
-	return string(ns.UID), nil
 }
 
 // specOrDeletion passes Work events other than status updates.

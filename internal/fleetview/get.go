@@ -336,17 +336,11 @@ func PrintGet(w io.Writer, r *GetResult, format string) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	// The members' rows first, their errors after them: an error row has one long cell, and
+	// tabwriter aligns a column only over consecutive lines that have it, so an error row
+	// between two members' rows would misalign the rows after it.
 	for _, m := range r.Members {
-		if m.Err != nil {
-			cells := []string{m.Cluster}
-			if r.AllNamespaces {
-				cells = append(cells, none)
-			}
-			cells = append(cells, "error: "+oneLine(m.Err.Error()))
-			fmt.Fprintln(tw, strings.Join(cells, "\t"))
-			continue
-		}
-		if m.Table == nil {
+		if m.Err != nil || m.Table == nil {
 			continue
 		}
 		index := map[string]int{}
@@ -368,6 +362,17 @@ func PrintGet(w io.Writer, r *GetResult, format string) error {
 			}
 			fmt.Fprintln(tw, strings.Join(cells, "\t"))
 		}
+	}
+	for _, m := range r.Members {
+		if m.Err == nil {
+			continue
+		}
+		cells := []string{m.Cluster}
+		if r.AllNamespaces {
+			cells = append(cells, none)
+		}
+		cells = append(cells, "error: "+oneLine(m.Err.Error()))
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
 }

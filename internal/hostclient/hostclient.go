@@ -20,12 +20,16 @@
 package hostclient
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"runtime/debug"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // FieldManager is the field manager of the manager's writes to the host that do not name
@@ -78,4 +82,15 @@ func Configure(cfg *rest.Config, qps float64, burst int) (leaderElection *rest.C
 	cfg.QPS, cfg.Burst = float32(qps), burst
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(float32(qps), burst)
 	return leaderElection
+}
+
+// HostID reads the host's id: the UID of its kube-system namespace, which stays the same for
+// the cluster's life and differs between clusters. Member objects name it in
+// flotilla.io/host-id so a member shared by two control planes knows whose each object is.
+func HostID(ctx context.Context, r client.Reader) (string, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
+		return "", fmt.Errorf("read the host's id (the UID of namespace %s): %w", metav1.NamespaceSystem, err)
+	}
+	return string(ns.UID), nil
 }

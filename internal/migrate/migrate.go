@@ -22,6 +22,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/internal/hostclient"
 	"github.com/flotilla-io/flotilla/internal/join"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/memberobject"
@@ -165,7 +166,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	hostID, err := hostIDOf(ctx, o.Host)
+	hostID, err := hostclient.HostID(ctx, o.Host)
 	if err != nil {
 		return nil, err
 	}
@@ -212,15 +213,6 @@ type run struct {
 	o      Options
 	r      *Report
 	hostID string
-}
-
-// hostIDOf is the host's id on the member objects it manages: the UID of its kube-system.
-func hostIDOf(ctx context.Context, host client.Reader) (string, error) {
-	ns := &corev1.Namespace{}
-	if err := host.Get(ctx, types.NamespacedName{Name: metav1.NamespaceSystem}, ns); err != nil {
-		return "", fmt.Errorf("read the host's id (the UID of its namespace %s): %w", metav1.NamespaceSystem, err)
-	}
-	return string(ns.UID), nil
 }
 
 func (m *run) add(it Item) { m.r.Items = append(m.r.Items, it) }

@@ -1,7 +1,7 @@
 // Package notacted names the fields of a user's object that Flotilla accepts, so that Karmada
 // YAML using them applies and reads back unchanged, but does not act on yet. A controller
 // says so on the object (controllers/notacted) instead of ignoring what the user wrote; the
-// README lists the same fields under "Accepted and kept, not acted on yet".
+// docs/api-compatibility.md lists the same fields under "Accepted and kept, not acted on yet".
 package notacted
 
 import (

@@ -59,7 +59,7 @@ import (
 	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 )
 
-// options are the manager's flags. README.md has the table of them.
+// options are the manager's flags. docs/operations.md has the table of them.
 type options struct {
 	metricsAddr          string
 	probeAddr            string
@@ -98,7 +98,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.idleGCPercent, "idle-gc-percent", memlimit.DefaultIdlePercent, "GOGC while the manager is idle (it allocated at most half its live heap in the last minute), "+
 		"so that it gives back the memory a burst grew its heap to; Go's 100 is put back at the first burst. 0 turns it off; so does setting $GOGC.")
 	fs.IntVar(&o.shards, "shards", 1, "Shards the binding and Work controllers' work is split into, each held by one replica through a Lease of its own; "+
-		"1 (the default) is an unsharded manager, where the leader does everything. Run as many replicas as you like (at most as many do work); see README, Sharded managers.")
+		"1 (the default) is an unsharded manager, where the leader does everything. Run as many replicas as you like (at most as many do work); see docs/operations.md, Sharded managers.")
 	fs.StringVar(&o.shardLeasePrefix, "shard-lease-prefix", "flotilla-manager", "Prefix of the shard Leases (<prefix>-shard-<n>) and replica presence Leases, in the leader election namespace.")
 	fs.DurationVar(&o.gracefulShutdownTime, "graceful-shutdown-timeout", 30*time.Second, "How long reconcilers get to finish on shutdown.")
 	d := controllers.DefaultOptions
@@ -111,7 +111,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.controllers.StatusInterval, "cluster-status-interval", d.StatusInterval, "How often a member's version, APIs, nodes and capacity are collected (also at once when it connects).")
 	fs.IntVar(&o.controllers.FailureThreshold, "cluster-failure-threshold", d.FailureThreshold, "Failed probes in a row before a member is NotReady.")
 	fs.BoolVar(&o.controllers.EnableEmptyWorkloadPropagation, "enable-empty-workload-propagation", false, "Propagate workloads to clusters that were divided 0 replicas.")
-	fs.Func("hold-controllers", "Comma-separated user names of host controllers (operators, ingress or load balancer controllers) whose writes to templates the host hold also denies, besides kube-controller-manager's and the other defaults (see README).", func(v string) error {
+	fs.Func("hold-controllers", "Comma-separated user names of host controllers (operators, ingress or load balancer controllers) whose writes to templates the host hold also denies, besides kube-controller-manager's and the other defaults (see docs/concepts.md, The host hold).", func(v string) error {
 		for _, id := range strings.Split(v, ",") {
 			if id = strings.TrimSpace(id); id != "" {
 				o.controllers.HoldControllers = append(o.controllers.HoldControllers, id)

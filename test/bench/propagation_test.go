@@ -582,7 +582,7 @@ func startManager(ctx context.Context, b *testing.B, env *framework.Env) *manage
 }
 
 // startManagers starts n replicas of the manager binary: with n above 1, leader-elected and
-// sharded into 2n shards (see README, Sharded managers), each replica logging to
+// sharded into 2n shards (see docs/operations.md, Sharded managers), each replica logging to
 // flotilla-bench-manager-<i>.log in the temporary directory.
 func startManagers(ctx context.Context, b *testing.B, env *framework.Env, n int) []*managerProcess {
 	dir := b.TempDir()

@@ -104,7 +104,7 @@ func createNamespace(ctx context.Context, name string) {
 }
 
 var _ = Describe("Valid Karmada YAML", func() {
-	for _, dir := range []string{"scenarios", "karmada"} {
+	for _, dir := range []string{"scenarios", "karmada", "guides"} {
 		It("applies and reads back unchanged: testdata/"+dir, func(ctx context.Context) {
 			objs := readObjects(filepath.Join("..", "testdata", dir))
 			Expect(objs).NotTo(BeEmpty())

@@ -22,7 +22,7 @@ import (
 // Push members: service discovery reads and writes members through the host's connections,
 // which Pull members (member2 here) do not give it.
 func (d *demo) serviceDiscovery(ctx context.Context) error {
-	step("Export Service pipy from member1 (MCS API); member3 imports its endpoints. (Pull members take no part: see the README.)")
+	step("Export Service pipy from member1 (MCS API); member3 imports its endpoints. (Pull members take no part: see docs/guides/multi-cluster-services.md.)")
 	say("kubectl apply --server-side -f <sigs.k8s.io/mcs-api v0.5.2 config/crd>", "the ServiceExport and ServiceImport CRDs, in the host (Flotilla installs them into members)")
 	if err := mcscontroller.EnsureCRDs(ctx, d.host); err != nil {
 		return err

@@ -14,7 +14,7 @@ import (
 // clusterNames, replicas adding up).
 //
 // Orphans. Opting a namespace out, deleting a policy, or moving a template to another
-// policy's group unbinds templates and keeps their member objects (README, "Opting out"):
+// policy's group unbinds templates and keeps their member objects (docs/guides/propagate-and-place.md, "Opting out"):
 // those objects legitimately stay, unmanaged, wherever the template happened to be at that
 // moment, which under chaos (a killed manager, a member down) the soak cannot know exactly.
 // So each template records, since the last checkpoint at which the soak saw it exactly as
