@@ -76,8 +76,11 @@ func heterogeneousMembers() []localcluster.MemberOptions {
 func startManager(cfg *rest.Config) (*framework.Manager, error) {
 	// NoExecute taints on, as a platform that wants cluster failover runs it; the default
 	// tolerations (300 s) keep every other spec's short member outages from moving anything.
-	// PlacementDecisions on too (opt-in for users), so the inventory spec sees them.
-	return framework.StartManager(cfg, controllers.Options{ProbeInterval: time.Second, NoExecuteTaints: true, PlacementDecisions: true}, true)
+	// PlacementDecisions on too (opt-in for users), so the inventory spec sees them. Members'
+	// capacity every 5 s, not 30: the scheduler estimates room from it, and a spec must not
+	// wait half a minute for the pods of the spec before it to leave the estimate.
+	return framework.StartManager(cfg, controllers.Options{ProbeInterval: time.Second, StatusInterval: 5 * time.Second,
+		NoExecuteTaints: true, PlacementDecisions: true}, true)
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }

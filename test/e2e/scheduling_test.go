@@ -37,7 +37,7 @@ var _ = Describe("Scheduling by what fits on the members' nodes", Ordered, func(
 	}
 	// The specs leave the members as they found them: after the last one, the cleanup waits
 	// until every member's Cluster reports the CPU free again that it had before the first
-	// (other specs size their workloads by it; the status is refreshed every 30 s).
+	// (other specs size their workloads by it; the suite refreshes it every 5 s).
 	BeforeAll(func(ctx context.Context) {
 		before := map[string]int64{}
 		for _, m := range []string{"member1", "member2", "member3"} {
