@@ -12,6 +12,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 
 COPY main.go main.go
+COPY pkg/ pkg/
 COPY api/ api/
 COPY cmd/ cmd/
 COPY controllers/ controllers/

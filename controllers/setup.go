@@ -44,7 +44,10 @@ import (
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/memberqueue"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/scheduler/ledger"
 	"github.com/flotilla-io/flotilla/internal/shard"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/config"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 )
 
 // CacheOptions are the manager's cache options: objects are cached without managedFields,
@@ -71,6 +74,15 @@ type Options struct {
 	EnableEmptyWorkloadPropagation bool
 	// SchedulerName is the scheduler name this manager answers to.
 	SchedulerName string
+	// SchedulerPlugins are scheduler plugins beside the default ones (pkg/manager's
+	// WithSchedulerPlugins), run after them.
+	SchedulerPlugins []framework.Plugin
+	// SchedulerProfile enables, disables and weighs the scheduler's plugins
+	// (--scheduler-plugins, --scheduler-config); the zero value runs them all.
+	SchedulerProfile config.Plugins
+	// SchedulerHoldTTL bounds how long a placement its member has not reported yet is
+	// subtracted from the clusters' estimated room (ledger.DefaultTTL when 0).
+	SchedulerHoldTTL time.Duration
 	// MemberWorkers is how many Works of one member cluster are applied at once, on workers
 	// of that member's own (a slow member never holds the others' workers).
 	MemberWorkers int
@@ -223,7 +235,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	if err := schedulercontroller.SetupIndexes(ctx, mgr); err != nil {
 		return nil, err
 	}
-	sched, err := scheduler.New(scheduler.Options{EnableEmptyWorkloadPropagation: o.EnableEmptyWorkloadPropagation})
+	sched, err := scheduler.New(scheduler.Options{EnableEmptyWorkloadPropagation: o.EnableEmptyWorkloadPropagation,
+		ExtraPlugins: o.SchedulerPlugins, Plugins: o.SchedulerProfile})
 	if err != nil {
 		return nil, err
 	}
@@ -253,10 +266,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	newRB := func() client.Object { return &workv1alpha2.ResourceBinding{} }
 	newCRB := func() client.Object { return &workv1alpha2.ClusterResourceBinding{} }
 	schedulers := map[string]*schedulercontroller.Reconciler{}
+	held := ledger.New(o.SchedulerHoldTTL)
 	for kind, nb := range map[string]func() client.Object{"ResourceBinding": newRB, "ClusterResourceBinding": newCRB} {
 		schedulers[kind] = &schedulercontroller.Reconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("default-scheduler"), Scheduler: sched,
-			SchedulerName: o.SchedulerName, NewBinding: nb, Shards: shards,
+			SchedulerName: o.SchedulerName, NewBinding: nb, Shards: shards, Ledger: held,
 		}
 	}
 	detectorRef = &detector.Reconciler{

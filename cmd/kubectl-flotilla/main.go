@@ -21,6 +21,7 @@
 //	kubectl flotilla migrate --from-kubeconfig KARMADA --namespaces NS,... [--member-kubeconfig NAME=FILE]... [--dry-run]
 //	kubectl flotilla promote KIND/NAME --cluster CLUSTER [-n NS] [--dependencies] [--opt-in] [--dry-run]
 //	kubectl flotilla interpret [-f CUSTOMIZATION.yaml] (--check | [--operation OP] [--desired-file F] [--observed-file F] [--status-file F] [--desired-replica N])
+//	kubectl flotilla schedule --dry-run -f POLICY.yaml -f TEMPLATE.yaml [--clusters-file CLUSTERS.yaml] [--scheduler-plugins LIST] [-v]
 //	kubectl flotilla completion bash|zsh|fish|powershell
 //
 // status prints a template's propagation as a tree (template, claiming policy, binding, one
@@ -30,7 +31,8 @@
 // events for a workload read its pods in every member (selected by the template's
 // spec.selector), in parallel, with a CLUSTER column or prefix. interpret checks
 // ResourceInterpreterCustomizations and runs their Lua scripts on objects from files,
-// locally, as karmadactl interpret does.
+// locally, as karmadactl interpret does. schedule --dry-run explains where the scheduler
+// would place a template under a policy (package pkg/scheduler/dryrun).
 //
 // --kubeconfig and --context choose the host, as for kubectl; -n defaults to the context's
 // namespace. Errors exit with status 1. The logic lives in internal/join (join, unjoin, get
@@ -87,7 +89,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newCordonCommand(host), newUncordonCommand(host), newTaintCommand(host), newRebalanceCommand(host))
 	root.AddCommand(newTokenCommand(host), newRegisterCommand(host), newUnregisterCommand(host))
 	root.AddCommand(newMigrateCommand(host), newPromoteCommand(host))
-	root.AddCommand(newInterpretCommand(host), newRolloutCommand(host))
+	root.AddCommand(newInterpretCommand(host), newRolloutCommand(host), newScheduleCommand(host))
 	addCompletionExamples(root)
 	return root
 }

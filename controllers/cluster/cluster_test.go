@@ -543,6 +543,15 @@ var _ = Describe("A member that runs workloads", func() {
 			rs := getCluster(ctx, g, m.Name).Status.ResourceSummary
 			g.Expect(rs.Allocated).To(equalResources(resources("cpu", "3", "memory", "3Gi", "pods", "3")))
 			g.Expect(rs.Allocating).To(equalResources(resources("cpu", "100", "pods", "1")))
+			// Node by node: the three 1-CPU pods on the two nodes, in one group or two.
+			var nodes int32
+			var freeCPU int64
+			for _, ng := range rs.NodeGroups {
+				nodes += ng.Count
+				freeCPU += ng.Free.Cpu().MilliValue() * int64(ng.Count)
+			}
+			g.Expect(nodes).To(BeEquivalentTo(2))
+			g.Expect(freeCPU).To(BeEquivalentTo(13000))
 		}).Within(time.Minute).Should(Succeed())
 	})
 })

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,6 +35,8 @@ import (
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/memo"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/scheduler/estimate"
+	"github.com/flotilla-io/flotilla/internal/scheduler/ledger"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/federatedquota"
 	"github.com/flotilla-io/flotilla/internal/shard"
 )
@@ -59,6 +62,10 @@ type Reconciler struct {
 	// FirstStatusGrace is how long a first placement made at creation waits for the
 	// binding-status controller to report it; 0 is DefaultFirstStatusGrace.
 	FirstStatusGrace time.Duration
+	// Ledger holds the placements the members have not reported yet, so that the estimates
+	// of the next bindings do not count the same room; shared by the reconcilers of both
+	// kinds. Nil: nothing is held.
+	Ledger *ledger.Ledger
 
 	// failures counts, by binding, the attempts that found no placement since the last that
 	// did: the backoff of unschedulable bindings (retryDelay).
@@ -140,6 +147,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, rb); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
+			if r.Ledger != nil {
+				r.Ledger.Forget(ledgerKey(r.NewBinding(), req.NamespacedName))
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -173,6 +183,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	in := scheduler.Input{Spec: spec, Status: status, Annotations: rb.GetAnnotations(), Peers: peers, Quotas: quotas}
 	need, why := scheduler.NeedsSchedule(in, clusters)
+	// Reading the held placements, the cycle and holding the placement it makes are one step
+	// (lockLedger): two workers must not both count the same room.
+	unlock := func() {}
+	defer func() { unlock() }()
+	cycle := func(in scheduler.Input) (scheduler.Result, error) {
+		unlock = sync.OnceFunc(r.lockLedger())
+		in.Held = r.held(clusters)
+		return r.Scheduler.Schedule(in, clusters)
+	}
 	var result scheduler.Result
 	if !need {
 		r.failures.Delete(req.NamespacedName)
@@ -182,8 +201,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// A duplicated workload goes to every cluster that fits: a cluster that joined,
 		// recovered or now matches gets it too. Clusters already chosen are kept by the
 		// plugins (NoSchedule taints do not evict), so this does not flap.
-		result, err = r.Scheduler.Schedule(in, clusters)
+		result, err = cycle(in)
 		if err != nil || sameClusters(result.Clusters, spec.Clusters) {
+			unlock()
 			return r.observe(ctx, rb)
 		}
 		why = "the clusters that fit a duplicated placement changed"
@@ -191,7 +211,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// A triggered reschedule (a WorkloadRebalancer) starts from scratch; any other keeps
 		// what it can of the current placement.
 		in.Fresh = scheduler.RescheduleTriggered(in)
-		result, err = r.Scheduler.Schedule(in, clusters)
+		result, err = cycle(in)
+	}
+	if err != nil {
+		unlock()
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues(bindings.Kind(rb), req.String(), "reason", why)
 	observeAttempt(start, err)
@@ -212,13 +235,19 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.failures.Delete(req.NamespacedName)
 	placement, err := scheduler.AppliedPlacement(spec.Placement)
 	if err != nil {
+		unlock()
 		return ctrl.Result{}, err
 	}
 	before := rb.DeepCopyObject().(client.Object)
+	r.hold(rb, spec.Clusters, result.Clusters, clusters)
+	unlock()
 	place(rb, result.Clusters, placement)
 	// The optimistic lock: the failover controller writes spec.clusters too (it takes evicted
 	// clusters out), and a placement computed from an older view must not put one back.
 	if err := r.Client.Patch(ctx, rb, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if r.Ledger != nil {
+			r.Ledger.Forget(ledgerKey(rb, req.NamespacedName)) // not placed after all
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
@@ -553,8 +582,10 @@ func (r *Reconciler) PlaceNew(ctx context.Context, rb client.Object) (bool, erro
 	if err != nil {
 		return false, err
 	}
+	unlock := r.lockLedger()
+	defer unlock()
 	result, err := r.Scheduler.Schedule(scheduler.Input{Spec: spec, Status: &workv1alpha2.ResourceBindingStatus{},
-		Annotations: rb.GetAnnotations(), Quotas: quotas}, clusters)
+		Annotations: rb.GetAnnotations(), Quotas: quotas, Held: r.held(clusters)}, clusters)
 	if err != nil || len(result.Clusters) == 0 {
 		// The reconcile schedules it, and reports why it cannot.
 		return false, nil
@@ -565,7 +596,84 @@ func (r *Reconciler) PlaceNew(ctx context.Context, rb client.Object) (bool, erro
 	}
 	observeAttempt(start, nil)
 	place(rb, result.Clusters, placement)
+	// Held from now: the binding is created with its placement by the caller.
+	r.hold(rb, nil, result.Clusters, clusters)
 	return true, nil
+}
+
+// lockLedger serializes the cycles that read the ledger and add to it; it returns the unlock.
+func (r *Reconciler) lockLedger() func() {
+	if r.Ledger == nil {
+		return func() {}
+	}
+	r.Ledger.Lock()
+	return r.Ledger.Unlock
+}
+
+// held returns the placements the members have not reported yet, by cluster.
+func (r *Reconciler) held(clusters []*clusterv1alpha1.Cluster) map[string][]estimate.Held {
+	if r.Ledger == nil {
+		return nil
+	}
+	return r.Ledger.Held(r.now(), reportedPods(clusters))
+}
+
+// hold records the replicas a new placement adds per cluster, until the members report them.
+// The binding's holds on a cluster it now has fewer replicas on are dropped. Clusters that
+// report no capacity are not estimated, so nothing is held on them.
+func (r *Reconciler) hold(rb client.Object, previous, placed []workv1alpha2.TargetCluster, clusters []*clusterv1alpha1.Cluster) {
+	if r.Ledger == nil {
+		return
+	}
+	key := ledgerKey(rb, client.ObjectKeyFromObject(rb))
+	was := make(map[string]int32, len(previous))
+	for _, tc := range previous {
+		was[tc.Name] += tc.Replicas
+	}
+	pods := reportedPods(clusters)
+	request := scheduler.ReplicaRequest(bindings.Spec(rb))
+	now := r.now()
+	for _, tc := range placed {
+		count, reports := pods[tc.Name]
+		if !reports {
+			continue
+		}
+		switch add := tc.Replicas - was[tc.Name]; {
+		case add > 0:
+			r.Ledger.Hold(now, key, tc.Name, add, request, count)
+		case add < 0:
+			r.Ledger.Release(key, tc.Name)
+		}
+	}
+	for name := range was {
+		if !slices.ContainsFunc(placed, func(tc workv1alpha2.TargetCluster) bool { return tc.Name == name }) {
+			r.Ledger.Release(key, name)
+		}
+	}
+}
+
+// ledgerKey names a binding in the ledger: its kind, namespace and name.
+func ledgerKey(rb client.Object, key types.NamespacedName) string {
+	return bindings.Kind(rb) + "/" + key.String()
+}
+
+// reportedPods returns, for each cluster that reports its capacity, how many pods it counts
+// (allocated and allocating), or ledger.Unreported when it counts none.
+func reportedPods(clusters []*clusterv1alpha1.Cluster) map[string]int64 {
+	out := make(map[string]int64, len(clusters))
+	for _, c := range clusters {
+		rs := c.Status.ResourceSummary
+		if rs == nil {
+			continue
+		}
+		pods := ledger.Unreported
+		if _, ok := rs.Allocatable[corev1.ResourcePods]; ok {
+			allocated, allocating := rs.Allocated[corev1.ResourcePods], rs.Allocating[corev1.ResourcePods]
+			pods = allocated.Value() + allocating.Value()
+		}
+		out[c.Name] = pods
+	}
+	return out
 }
 
 // place sets a binding's clusters and the applied-placement annotation they were chosen

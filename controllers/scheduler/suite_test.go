@@ -27,6 +27,7 @@ import (
 	schedulercontroller "github.com/flotilla-io/flotilla/controllers/scheduler"
 	"github.com/flotilla-io/flotilla/internal/localcluster"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/scheduler/ledger"
 )
 
 var (
@@ -123,12 +124,13 @@ func startScheduler(h *localcluster.Cluster, workers int, qps float32) (func(), 
 		cancel()
 		return nil, err
 	}
+	held := ledger.New(time.Hour)
 	for _, nb := range []func() client.Object{
 		func() client.Object { return &workv1alpha2.ResourceBinding{} },
 		func() client.Object { return &workv1alpha2.ClusterResourceBinding{} },
 	} {
 		r := &schedulercontroller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("default-scheduler"),
-			Scheduler: s, NewBinding: nb, FirstStatusGrace: firstStatusGrace}
+			Scheduler: s, NewBinding: nb, FirstStatusGrace: firstStatusGrace, Ledger: held}
 		if err := r.SetupWithManager(mgr, workers); err != nil {
 			cancel()
 			return nil, err

@@ -109,11 +109,13 @@ type summer struct {
 
 	// grading is nil without models.
 	grading *grading
-	reuse   corev1.ResourceList
+	// nodes are the Nodes by name, for the node groups.
+	nodes map[string]*nodeFree
+	reuse corev1.ResourceList
 }
 
 func newSummer(models []clusterv1alpha1.ResourceModel) *summer {
-	s := &summer{allocatable: totals{}, allocated: totals{}, allocating: totals{}, reuse: corev1.ResourceList{}}
+	s := &summer{allocatable: totals{}, allocated: totals{}, allocating: totals{}, reuse: corev1.ResourceList{}, nodes: map[string]*nodeFree{}}
 	if len(models) > 0 {
 		s.grading = newGrading(models)
 	}
@@ -122,6 +124,7 @@ func newSummer(models []clusterv1alpha1.ResourceModel) *summer {
 
 func (s *summer) resetNodes() {
 	s.total, s.ready, s.allocatable = 0, 0, totals{}
+	s.nodes = map[string]*nodeFree{}
 	if s.grading != nil {
 		s.grading.resetNodes()
 	}
@@ -130,6 +133,9 @@ func (s *summer) resetNodes() {
 func (s *summer) resetPods() {
 	s.allocated, s.allocating = totals{}, totals{}
 	s.podCount.allocated, s.podCount.allocating = 0, 0
+	for _, n := range s.nodes {
+		clear(n.used)
+	}
 	if s.grading != nil {
 		s.grading.resetRequests()
 	}
@@ -141,6 +147,7 @@ func (s *summer) addNode(n *corev1.Node) {
 		s.ready++
 	}
 	s.allocatable.add(n.Status.Allocatable)
+	s.nodes[n.Name] = newNodeFree(n)
 	if s.grading != nil {
 		s.grading.addNode(n.Name, n.Status.Allocatable)
 	}
@@ -153,6 +160,9 @@ func (s *summer) addPod(p *corev1.Pod) {
 	case p.Spec.NodeName != "":
 		s.addRequests(p, s.allocated, p.Spec.NodeName)
 		s.podCount.allocated++
+		if n := s.nodes[p.Spec.NodeName]; n != nil {
+			n.request(onePod)
+		}
 	case p.Status.Phase == corev1.PodPending || p.Status.Phase == "":
 		s.addRequests(p, s.allocating, "")
 		s.podCount.allocating++
@@ -166,8 +176,14 @@ func (s *summer) addPod(p *corev1.Pod) {
 func (s *summer) addRequests(p *corev1.Pod, t totals, nodeName string) {
 	add := func(l corev1.ResourceList) {
 		t.add(l)
-		if s.grading != nil && nodeName != "" {
+		if nodeName == "" {
+			return
+		}
+		if s.grading != nil {
 			s.grading.addRequests(nodeName, l)
+		}
+		if n := s.nodes[nodeName]; n != nil {
+			n.request(l)
 		}
 	}
 	if len(p.Spec.InitContainers) == 0 && p.Spec.Overhead == nil && p.Spec.Resources == nil {
@@ -194,6 +210,11 @@ func (s *summer) resourceSummary() *clusterv1alpha1.ResourceSummary {
 	if s.grading != nil {
 		rs.AllocatableModelings = s.grading.modelings()
 	}
+	nodes := make([]*nodeFree, 0, len(s.nodes))
+	for _, n := range s.nodes {
+		nodes = append(nodes, n)
+	}
+	rs.NodeGroups = groupNodes(nodes)
 	return rs
 }
 
@@ -208,6 +229,9 @@ func setPods(l *corev1.ResourceList, n int64) {
 	}
 	(*l)[corev1.ResourcePods] = *resource.NewQuantity(n, resource.DecimalSI)
 }
+
+// onePod is what a bound Pod takes of its Node's "pods".
+var onePod = corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)}
 
 func nodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {

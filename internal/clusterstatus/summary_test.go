@@ -44,6 +44,8 @@ func TestSummarize(t *testing.T) {
 		wantNodes: clusterv1alpha1.NodeSummary{TotalNum: 2, ReadyNum: 1},
 		wantRes: clusterv1alpha1.ResourceSummary{
 			Allocatable: list("cpu", "6", "memory", "12Gi", "pods", "220", "nvidia.com/gpu", "1"),
+			// The node that is not Ready is no group's.
+			NodeGroups: []clusterv1alpha1.NodeGroup{{Count: 1, Free: list("cpu", "4", "memory", "8Gi", "pods", "110")}},
 		},
 	}, {
 		name:  "bound pods are allocated, pending unbound pods are allocating, terminal pods count for nothing",
@@ -61,6 +63,7 @@ func TestSummarize(t *testing.T) {
 			Allocatable: list("cpu", "4", "memory", "8Gi"),
 			Allocated:   list("cpu", "1750m", "memory", "1Gi", "pods", "3"),
 			Allocating:  list("cpu", "2", "memory", "2Gi", "pods", "1"),
+			NodeGroups:  []clusterv1alpha1.NodeGroup{{Count: 1, Free: list("cpu", "2200m", "memory", "7Gi")}},
 		},
 	}, {
 		name:      "effective requests: the larger of init and app containers, plus overhead; pod-level requests win",
@@ -70,6 +73,8 @@ func TestSummarize(t *testing.T) {
 		wantRes: clusterv1alpha1.ResourceSummary{
 			Allocatable: list("cpu", "16"),
 			Allocated:   list("cpu", "4250m", "memory", "1188Mi", "pods", "3"),
+			// n1: 8 - 2 (init) - 1 (pod-level); n2: 8 - 1.25, rounded down to 100m.
+			NodeGroups: []clusterv1alpha1.NodeGroup{{Count: 1, Free: list("cpu", "5")}, {Count: 1, Free: list("cpu", "6700m")}},
 		},
 	}, {
 		name: "models grade nodes by what they have free",
@@ -85,6 +90,11 @@ func TestSummarize(t *testing.T) {
 			Allocatable:          list("cpu", "34", "memory", "132Gi"),
 			Allocated:            list("cpu", "15", "pods", "1"),
 			AllocatableModelings: []clusterv1alpha1.AllocatableModeling{{Grade: 0, Count: 2}, {Grade: 1, Count: 0}, {Grade: 2, Count: 1}},
+			NodeGroups: []clusterv1alpha1.NodeGroup{
+				{Count: 1, Free: list("cpu", "1", "memory", "64Gi")},
+				{Count: 1, Free: list("cpu", "16", "memory", "64Gi")},
+				{Count: 1, Free: list("cpu", "2", "memory", "4Gi")},
+			},
 		},
 	}}
 	for _, tt := range tests {

@@ -2,12 +2,13 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/clusteraffinity"
 	"github.com/flotilla-io/flotilla/internal/scheduler/division"
-	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 )
 
 // mode is how replicas are assigned.
@@ -87,9 +88,17 @@ func (s *Scheduler) assign(state *framework.CycleState, selected []framework.Can
 		tiers[i] = c.Tier
 	}
 	var replicas []int32
-	if len(state.Tiers) > 0 {
+	switch {
+	case len(state.Tiers) > 0:
 		replicas, err = divideByTier(m, state.Spec.Replicas, targets, tiers)
-	} else {
+	case m == staticWeight && anyRoomKnown(selected):
+		// Static weights, but never more on a cluster than it holds now plus its room.
+		caps := make([]int64, len(selected))
+		for i, c := range selected {
+			caps[i] = int64(c.Room) + int64(max(targets[i].Prior, 0))
+		}
+		replicas, err = division.ByWeightWithin(state.Spec.Replicas, targets, caps)
+	default:
 		replicas, err = divide(m, state.Spec.Replicas, targets)
 	}
 	if err != nil {
@@ -102,6 +111,16 @@ func (s *Scheduler) assign(state *framework.CycleState, selected []framework.Can
 		}
 	}
 	return out, nil
+}
+
+// anyRoomKnown reports whether the estimate bounds any candidate's replicas.
+func anyRoomKnown(candidates []framework.Candidate) bool {
+	for _, c := range candidates {
+		if c.Room < math.MaxInt32 {
+			return true
+		}
+	}
+	return false
 }
 
 // duplicate gives every cluster the same replicas.

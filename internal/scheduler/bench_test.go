@@ -11,6 +11,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/internal/scheduler/estimate"
 	st "github.com/flotilla-io/flotilla/internal/scheduler/schedulertest"
 )
 
@@ -122,5 +123,44 @@ func BenchmarkNeedsSchedule(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		NeedsSchedule(in, clusters)
+	}
+}
+
+// BenchmarkScheduleNodeGroups is BenchmarkSchedule on clusters that also report 8 node groups
+// each (the estimate node by node), with and without placements held on every cluster.
+func BenchmarkScheduleNodeGroups(b *testing.B) {
+	s := newScheduler(b, Options{})
+	const n = 1000
+	clusters := benchFleet(n)
+	held := map[string][]estimate.Held{}
+	for i, c := range clusters {
+		for g := range 8 {
+			st.Nodes(int32(2+g), map[string]string{"cpu": fmt.Sprintf("%d", 4+4*g), "memory": "64Gi", "pods": "110"}, "pool", fmt.Sprintf("p%d", g))(c)
+		}
+		if i%2 == 0 {
+			held[c.Name] = []estimate.Held{{Replicas: 3, Request: st.List(map[string]string{"cpu": "2"})}}
+		}
+	}
+	for _, mode := range []string{"Duplicated", "StaticWeighted", "DynamicWeighted"} {
+		for _, withHeld := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/clusters=%d/held=%v", mode, n, withHeld), func(b *testing.B) {
+				in := Input{Spec: benchBinding(mode)}
+				if mode == "Duplicated" {
+					in.Spec.Replicas = 10
+				}
+				if withHeld {
+					in.Held = held
+				}
+				if _, err := s.Schedule(in, clusters); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := s.Schedule(in, clusters); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

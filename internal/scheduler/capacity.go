@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheduler/estimate"
 )
 
 // AvailableReplicas estimates how many more replicas, each requesting request, the cluster can
@@ -18,15 +19,37 @@ import (
 // Capacity that has not been reported counts as none: a cluster without a resourceSummary
 // holds 0. With no requests and no pod limit the result is math.MaxInt32.
 func AvailableReplicas(c *clusterv1alpha1.Cluster, request corev1.ResourceList) int32 {
-	return availableUnits(c, request, podSlot)
+	return availableUnits(c, request, podSlot, nil)
+}
+
+// EstimateReplicas estimates how many more replicas of the binding the cluster can hold, as
+// Karmada's scheduler does with its scheduler-estimator on: the smaller of what the summed
+// free resources allow (AvailableReplicas) and, when the cluster reports its node groups,
+// what fits node by node (package estimate). The placements the member has not reported yet
+// (held) are taken from both first. known is false when the cluster has not reported a
+// resourceSummary.
+func EstimateReplicas(c *clusterv1alpha1.Cluster, request corev1.ResourceList, e *estimate.Estimator, held []estimate.Held) (replicas int32, known bool) {
+	rs := c.Status.ResourceSummary
+	if rs == nil {
+		return 0, false
+	}
+	n := availableUnits(c, request, podSlot, held)
+	if len(rs.NodeGroups) > 0 && n > 0 {
+		n = int32(min(int64(n), e.Replicas(rs.NodeGroups, held)))
+	}
+	return n, true
 }
 
 // availableUnits is AvailableReplicas for units that each request request and take pods pod
-// slots (a replica takes one; a set of components takes one per replica of every component).
-func availableUnits(c *clusterv1alpha1.Cluster, request corev1.ResourceList, pods resource.Quantity) int32 {
+// slots (a replica takes one; a set of components takes one per replica of every component),
+// after the held placements.
+func availableUnits(c *clusterv1alpha1.Cluster, request corev1.ResourceList, pods resource.Quantity, held []estimate.Held) int32 {
 	rs := c.Status.ResourceSummary
 	if rs == nil {
 		return 0
+	}
+	if len(held) > 0 {
+		rs = withHeld(rs, held)
 	}
 	n := int64(math.MaxInt32)
 	if _, ok := rs.Allocatable[corev1.ResourcePods]; ok && pods.Sign() > 0 {
@@ -41,6 +64,35 @@ func availableUnits(c *clusterv1alpha1.Cluster, request corev1.ResourceList, pod
 		}
 	}
 	return int32(n)
+}
+
+// withHeld returns a copy of the summary with the held placements added to allocating.
+func withHeld(rs *clusterv1alpha1.ResourceSummary, held []estimate.Held) *clusterv1alpha1.ResourceSummary {
+	allocating := rs.Allocating.DeepCopy()
+	if allocating == nil {
+		allocating = corev1.ResourceList{}
+	}
+	for _, h := range held {
+		if h.Replicas <= 0 {
+			continue
+		}
+		n := int64(h.Replicas)
+		add := func(name corev1.ResourceName, per resource.Quantity) {
+			total, v := allocating[name], per.DeepCopy()
+			v.Mul(n)
+			total.Add(v)
+			allocating[name] = total
+		}
+		for name, per := range h.Request {
+			if name != corev1.ResourcePods && per.Sign() > 0 {
+				add(name, per)
+			}
+		}
+		add(corev1.ResourcePods, podSlot)
+	}
+	out := *rs
+	out.Allocating = allocating
+	return &out
 }
 
 // podSlot is what one replica takes of the "pods" resource.

@@ -12,7 +12,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
-	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 )
 
 // Multi-component workloads (spec.components, Karmada's multiple pod templates scheduling).
@@ -69,7 +69,7 @@ func AvailableComponentSets(c *clusterv1alpha1.Cluster, components []workv1alpha
 	if len(request) == 0 && pods.Sign() == 0 {
 		return math.MaxInt32
 	}
-	return availableUnits(c, request, pods)
+	return availableUnits(c, request, pods, nil)
 }
 
 // ComponentShortfall says why the cluster cannot hold one set: per resource, by how much the

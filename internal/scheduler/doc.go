@@ -12,7 +12,8 @@
 //  1. Filter. Every filter plugin is prepared once for the binding (selectors compiled,
 //     apiVersion parsed), then checks each cluster. A cluster is rejected by the first filter
 //     that gives a reason.
-//  2. Score. Score plugins rank the feasible clusters (0-100 each, added up).
+//  2. Score. Score plugins rank the feasible clusters (0-100 each, times the plugin's
+//     weight, added up).
 //  3. Select. Select plugins narrow the feasible clusters, for example to the best two
 //     regions of the spread constraints.
 //  4. Assign. Replicas are given to the selected clusters (package division):
@@ -61,12 +62,20 @@
 //
 // # Free capacity
 //
-// Dynamic weights and Aggregated need each cluster's free capacity in replicas:
-// AvailableReplicas divides what status.resourceSummary shows free (allocatable - allocated -
-// allocating) by spec.replicaRequirements.resourceRequest, resource by resource, extended
-// resources such as nvidia.com/gpu included, and counts one pod slot per replica when "pods" is
-// allocatable. A cluster that has not reported a resourceSummary has no free capacity.
-// Duplicated and static weights do not look at capacity.
+// Every division knows how many more replicas each cluster can hold, its room
+// (CycleState.Room, EstimateReplicas): what the summed free resources of
+// status.resourceSummary allow (AvailableReplicas: allocatable - allocated - allocating,
+// divided by spec.replicaRequirements.resourceRequest, resource by resource, extended
+// resources such as nvidia.com/gpu included, one pod slot per replica when "pods" is
+// allocatable), and, when the cluster reports resourceSummary.nodeGroups, no more than what
+// fits node by node on the nodes the replica's nodeSelector, required node affinity and
+// tolerations allow (package estimate). Placements the members have not reported yet
+// (Input.Held, the scheduler controller's ledger) are taken from the room first. Dynamic
+// weights and Aggregated divide by the room; static weights give no cluster more than it
+// holds plus its room (division.ByWeightWithin); the ReplicaCapacity filter drops clusters
+// without room for one replica (Divided) or for all of them (Duplicated). A cluster that has
+// not reported a resourceSummary has unknown room: dynamic weights and Aggregated give it
+// nothing, static weights and Duplicated do not limit it.
 //
 // # Determinism and stability
 //
@@ -89,6 +98,8 @@
 //     NoExecute.
 //   - APIEnablement (filter): the cluster must serve the template's apiVersion and kind.
 //   - WorkloadAffinity (filter): placement.workloadAffinity, from Input.Peers.
+//   - ReplicaCapacity (filter): the cluster has room (see Free capacity) for one replica of
+//     a Divided binding, for all replicas of a Duplicated one.
 //   - FederatedResourceQuota (filter): the binding's replicas times its replicaRequirements,
 //     added to what the namespace's other bindings request, must stay within the overall
 //     limit of each FederatedResourceQuota of its namespace (Input.Quotas); otherwise no
@@ -110,14 +121,16 @@
 //
 // # Your own plugin
 //
-// Implement framework.Plugin (a unique Name) and at least one of framework.FilterPlugin,
-// framework.ScorePlugin and framework.SelectPlugin, and pass it in Options.ExtraPlugins; it
-// runs after the default plugins. Default plugins are turned off by name with
-// Options.DisabledPlugins:
+// Implement pkg/scheduler/framework.Plugin (a unique Name) and at least one of FilterPlugin,
+// ScorePlugin and SelectPlugin, and pass it in Options.ExtraPlugins (a manager binary:
+// pkg/manager.WithSchedulerPlugins); it runs after the default plugins. Options.Plugins
+// (pkg/scheduler/config: --scheduler-plugins, --scheduler-config) enables, disables and
+// weighs plugins by name; a score plugin's scores are multiplied by its weight:
 //
+//	p, err := config.ParseFlag("*,-ClusterLocality,CostAware=3")
 //	s, err := scheduler.New(scheduler.Options{
-//		DisabledPlugins: []string{"ClusterLocality"},
-//		ExtraPlugins:    []framework.Plugin{costaware.New(prices)},
+//		ExtraPlugins: []framework.Plugin{costaware.New()},
+//		Plugins:      p,
 //	})
 //
 // A filter's NewFilter runs once per cycle and returns the per-cluster check, so compile

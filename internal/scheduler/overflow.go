@@ -7,8 +7,8 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/scheduler/division"
-	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusteraffinity"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 )
 
 // checkOverflow rejects overflowAffinities with a replica scheduling that does not look at

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -12,16 +14,19 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/scheduler/division"
-	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+	"github.com/flotilla-io/flotilla/internal/scheduler/estimate"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/apienablement"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusteraffinity"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusterdeletion"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clustereviction"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusterlocality"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/federatedquota"
+	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/replicacapacity"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/spreadconstraint"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/tainttoleration"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/workloadaffinity"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/config"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 )
 
 // Options configure a Scheduler.
@@ -34,6 +39,9 @@ type Options struct {
 	DisabledPlugins []string
 	// ExtraPlugins run after the default plugins, in order.
 	ExtraPlugins []framework.Plugin
+	// Plugins enables, disables and weighs the default and extra plugins (--scheduler-plugins,
+	// --scheduler-config). The zero value runs them all with weight 1.
+	Plugins config.Plugins
 }
 
 // DefaultPlugins returns the default plugins in the order they run. Filters run in this order
@@ -47,6 +55,7 @@ func DefaultPlugins() []framework.Plugin {
 		apienablement.New(),
 		workloadaffinity.New(),
 		federatedquota.New(),
+		replicacapacity.New(),
 		spreadconstraint.New(),
 		clusterlocality.New(),
 	}
@@ -55,37 +64,82 @@ func DefaultPlugins() []framework.Plugin {
 // Scheduler places bindings on clusters. It holds no state between calls and is safe for
 // concurrent use.
 type Scheduler struct {
-	filters        []framework.FilterPlugin
-	scorers        []framework.ScorePlugin
-	selectors      []framework.SelectPlugin
+	filters   []framework.FilterPlugin
+	scorers   []framework.ScorePlugin
+	selectors []framework.SelectPlugin
+	// weights are the scorers' weights, in the order of scorers.
+	weights        []int64
 	emptyWorkloads bool
+	plugins        []string
 }
 
-// New returns a Scheduler with the default plugins, less the disabled ones, plus the extra
-// ones. It fails on an unknown or undisableable plugin name and on duplicate names.
+// New returns a Scheduler with the default plugins and the extra ones, less the disabled
+// ones, score plugins weighted as opts.Plugins says. It fails, naming the field, on a plugin
+// name nobody registered, a weight on a plugin that does not score, an attempt to disable
+// ClusterDeletion, and duplicate names.
 func New(opts Options) (*Scheduler, error) {
-	r, err := framework.NewRegistry(DefaultPlugins()...)
+	r, err := framework.NewRegistry(append(DefaultPlugins(), opts.ExtraPlugins...)...)
 	if err != nil {
 		return nil, err
 	}
-	if slices.Contains(opts.DisabledPlugins, clusterdeletion.Name) {
-		return nil, fmt.Errorf("disable plugin %q: clusters being deleted are never chosen", clusterdeletion.Name)
-	}
-	if err := r.Disable(opts.DisabledPlugins...); err != nil {
+	cfg := opts.Plugins
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	for _, p := range opts.ExtraPlugins {
-		if err := r.Register(p); err != nil {
-			return nil, err
+	for _, name := range opts.DisabledPlugins {
+		cfg.Disabled = append(cfg.Disabled, config.Plugin{Name: name})
+	}
+	disabled, allDisabled := map[string]bool{}, false
+	for i, p := range cfg.Disabled {
+		switch {
+		case p.Name == config.All:
+			allDisabled = true
+		case p.Name == clusterdeletion.Name:
+			return nil, fmt.Errorf("disable plugin %q: clusters being deleted are never chosen", clusterdeletion.Name)
+		case !r.Has(p.Name):
+			return nil, fmt.Errorf("plugins.disabled[%d].name: no plugin is named %q (registered: %s)", i, p.Name, strings.Join(r.Names(), ", "))
+		}
+		disabled[p.Name] = true
+	}
+	enabled, weights := map[string]bool{}, map[string]int64{}
+	for i, p := range cfg.Enabled {
+		if !r.Has(p.Name) {
+			return nil, fmt.Errorf("plugins.enabled[%d].name: no plugin is named %q (registered: %s)", i, p.Name, strings.Join(r.Names(), ", "))
+		}
+		enabled[p.Name] = true
+		if p.Weight > 0 {
+			if !slices.ContainsFunc(r.Scorers(), func(s framework.ScorePlugin) bool { return s.Name() == p.Name }) {
+				return nil, fmt.Errorf("plugins.enabled[%d].weight: plugin %s does not score, so it has no weight", i, p.Name)
+			}
+			weights[p.Name] = int64(p.Weight)
 		}
 	}
-	return &Scheduler{
+	var off []string
+	for _, name := range r.Names() {
+		on := name == clusterdeletion.Name || enabled[name] || !allDisabled && !disabled[name]
+		if !on {
+			off = append(off, name)
+		}
+	}
+	if err := r.Disable(off...); err != nil {
+		return nil, err
+	}
+	s := &Scheduler{
 		filters:        r.Filters(),
 		scorers:        r.Scorers(),
 		selectors:      r.Selectors(),
 		emptyWorkloads: opts.EnableEmptyWorkloadPropagation,
-	}, nil
+		plugins:        r.Names(),
+	}
+	s.weights = make([]int64, len(s.scorers))
+	for i, p := range s.scorers {
+		s.weights[i] = max(weights[p.Name()], 1)
+	}
+	return s, nil
 }
+
+// Plugins returns the names of the plugins that run, in order.
+func (s *Scheduler) Plugins() []string { return slices.Clone(s.plugins) }
 
 // Input is the binding to schedule.
 type Input struct {
@@ -115,6 +169,10 @@ type Input struct {
 	// namespace's other bindings request (the scheduler controller reads them); nil for a
 	// namespace without one.
 	Quotas []NamespaceQuota
+	// Held are, by cluster name, the placements of other bindings that the members have not
+	// reported running yet (the scheduler controller's Ledger): the estimate of free room
+	// subtracts them, so that bindings scheduled at once do not take the same capacity.
+	Held map[string][]estimate.Held
 }
 
 // NamespaceQuota is a FederatedResourceQuota of the binding's namespace; see
@@ -177,10 +235,7 @@ func (s *Scheduler) Schedule(in Input, clusters []*clusterv1alpha1.Cluster) (Res
 	if in.Fresh {
 		in = in.forgetCurrent()
 	}
-	state := framework.NewCycleState(in.Spec, in.Status, in.seed())
-	state.CapacityAware = needsCapacity(state)
-	state.Peers = in.Peers
-	state.Quotas = in.Quotas
+	state := newState(in)
 	groups := state.Placement.ClusterAffinities
 	if len(groups) == 0 {
 		return s.cycle(state, clusters)
@@ -202,6 +257,16 @@ func (s *Scheduler) Schedule(in Input, clusters []*clusterv1alpha1.Cluster) (Res
 		failures.Groups = append(failures.Groups, unschedulable)
 	}
 	return Result{}, failures
+}
+
+// newState returns the state of a cycle for the input.
+func newState(in Input) *framework.CycleState {
+	state := framework.NewCycleState(in.Spec, in.Status, in.seed())
+	state.CapacityAware = needsCapacity(state)
+	state.Peers = in.Peers
+	state.Quotas = in.Quotas
+	state.Room = roomEstimator(state.Spec, in.Held)
+	return state
 }
 
 // firstGroup returns the index of the group last scheduled into, or 0.
@@ -305,31 +370,63 @@ next:
 // score fills in each candidate's score, tie-break rank and, when the division needs it, free
 // capacity.
 func (s *Scheduler) score(state *framework.CycleState, candidates []framework.Candidate) error {
-	scorers := make([]framework.Scorer, 0, len(s.scorers))
-	for _, p := range s.scorers {
+	type weighted struct {
+		score  framework.Scorer
+		weight int64
+	}
+	scorers := make([]weighted, 0, len(s.scorers))
+	for i, p := range s.scorers {
 		f, err := p.NewScorer(state)
 		if err != nil {
 			return pluginError(p, err)
 		}
 		if f != nil {
-			scorers = append(scorers, f)
+			scorers = append(scorers, weighted{f, s.weights[i]})
 		}
 	}
-	request := replicaRequest(state.Spec)
+	components, replicas := HasComponents(state.Spec), state.Spec.Replicas > 0
 	for i := range candidates {
 		c := &candidates[i]
-		for _, score := range scorers {
-			c.Score += min(max(score(c.Cluster), 0), framework.MaxScore)
+		for _, sc := range scorers {
+			c.Score += sc.weight * min(max(sc.score(c.Cluster), 0), framework.MaxScore)
 		}
 		c.Rank = state.Rank(c.Cluster.Name)
 		switch {
-		case HasComponents(state.Spec):
+		case components:
 			c.Available = AvailableComponentSets(c.Cluster, state.Spec.Components)
-		case state.CapacityAware:
-			c.Available = AvailableReplicas(c.Cluster, request)
+		case replicas:
+			room, known := state.RoomOn(c.Cluster)
+			c.Room = room
+			if !known {
+				c.Room = math.MaxInt32
+			}
+			if state.CapacityAware {
+				c.Available = room
+			}
 		}
 	}
 	return nil
+}
+
+// roomEstimator returns the cycle's CycleState.Room: EstimateReplicas of the binding's
+// requirements, once per cluster.
+func roomEstimator(spec *workv1alpha2.ResourceBindingSpec, held map[string][]estimate.Held) func(*clusterv1alpha1.Cluster) (int32, bool) {
+	type room struct {
+		replicas int32
+		known    bool
+	}
+	est := estimate.New(spec.ReplicaRequirements)
+	request := replicaRequest(spec)
+	seen := map[string]room{}
+	return func(c *clusterv1alpha1.Cluster) (int32, bool) {
+		if r, ok := seen[c.Name]; ok {
+			return r.replicas, r.known
+		}
+		var r room
+		r.replicas, r.known = EstimateReplicas(c, request, est, held[c.Name])
+		seen[c.Name] = r
+		return r.replicas, r.known
+	}
 }
 
 // selectClusters runs the select plugins in turn.
@@ -355,6 +452,12 @@ func pluginError(p framework.Plugin, err error) error {
 		return err
 	}
 	return fmt.Errorf("scheduler plugin %s: %w", p.Name(), err)
+}
+
+// ReplicaRequest returns what one replica of the binding requests
+// (spec.replicaRequirements.resourceRequest), nil when it does not say.
+func ReplicaRequest(spec *workv1alpha2.ResourceBindingSpec) corev1.ResourceList {
+	return replicaRequest(spec)
 }
 
 func replicaRequest(spec *workv1alpha2.ResourceBindingSpec) corev1.ResourceList {

@@ -13,8 +13,8 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
-	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
 	st "github.com/flotilla-io/flotilla/internal/scheduler/schedulertest"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 )
 
 func newScheduler(t testing.TB, opts Options) *Scheduler {

@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 
@@ -38,7 +39,7 @@ func TestE2E(t *testing.T) {
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	var err error
-	env, err = framework.StartFleet(ctx, localcluster.DefaultMembers(3, true), GinkgoWriter)
+	env, err = framework.StartFleet(ctx, heterogeneousMembers(), GinkgoWriter)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Fleet.Stop)
 
@@ -59,11 +60,27 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	framework.EventuallyClustersReady(ctx, env.Host, "member1", "member2", "member3")
 }, NodeTimeout(5*time.Minute))
 
+// heterogeneousMembers are the default three full members, with a small node (2 CPUs) beside
+// the two large ones (8 CPUs) of member1 and member2; member3's large nodes have GPUs
+// (scheduling_test.go).
+func heterogeneousMembers() []localcluster.MemberOptions {
+	members := localcluster.DefaultMembers(3, true)
+	small := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"),
+		corev1.ResourcePods: resource.MustParse("110")}
+	for _, i := range []int{0, 1} {
+		members[i].Nodes = []localcluster.NodeSpec{{}, {}, {Capacity: small}}
+	}
+	return members
+}
+
 func startManager(cfg *rest.Config) (*framework.Manager, error) {
 	// NoExecute taints on, as a platform that wants cluster failover runs it; the default
 	// tolerations (300 s) keep every other spec's short member outages from moving anything.
-	// PlacementDecisions on too (opt-in for users), so the inventory spec sees them.
-	return framework.StartManager(cfg, controllers.Options{ProbeInterval: time.Second, NoExecuteTaints: true, PlacementDecisions: true}, true)
+	// PlacementDecisions on too (opt-in for users), so the inventory spec sees them. Members'
+	// capacity every 5 s, not 30: the scheduler estimates room from it, and a spec must not
+	// wait half a minute for the pods of the spec before it to leave the estimate.
+	return framework.StartManager(cfg, controllers.Options{ProbeInterval: time.Second, StatusInterval: 5 * time.Second,
+		NoExecuteTaints: true, PlacementDecisions: true}, true)
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }

@@ -43,13 +43,16 @@ func property(p *inventoryv1alpha1.ClusterProfile, name string) string {
 
 var _ = Describe("The fleet as a cluster inventory", func() {
 	It("publishes every member as a ClusterProfile whose health follows the member's", func(ctx context.Context) {
+		// The suite's members: two large kwok nodes each, and a small one on member1 and
+		// member2 (heterogeneousMembers).
+		nodes := map[string]string{"member1": "3", "member2": "3", "member3": "2"}
 		for _, m := range []string{"member1", "member2", "member3"} {
 			Eventually(func(g Gomega) {
 				p := profileOf(ctx, g, m)
 				g.Expect(p.Spec.ClusterManager.Name).To(Equal("flotilla"))
 				g.Expect(meta.IsStatusConditionTrue(p.Status.Conditions, inventoryv1alpha1.ConditionControlPlaneHealthy)).To(BeTrue())
 				g.Expect(p.Status.Version.Kubernetes).NotTo(BeEmpty())
-				g.Expect(property(p, clusterprofile.PropertyNodeCount)).To(Equal("2"), "the member's two kwok nodes")
+				g.Expect(property(p, clusterprofile.PropertyNodeCount)).To(Equal(nodes[m]), "the member's kwok nodes")
 				g.Expect(property(p, clusterprofile.PropertyCPUAllocatable)).NotTo(BeEmpty())
 				g.Expect(p.Status.AccessProviders).NotTo(BeEmpty())
 			}).WithContext(ctx).Should(Succeed(), m)

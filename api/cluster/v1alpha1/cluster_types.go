@@ -226,6 +226,38 @@ type ResourceSummary struct {
 	// AllocatableModelings counts nodes per resource model grade.
 	// +optional
 	AllocatableModelings []AllocatableModeling `json:"allocatableModelings,omitempty"`
+	// NodeGroups is a Flotilla extension (Karmada's ResourceSummary has no such field): the
+	// member's schedulable nodes grouped by what each has free, its labels and its taints, so
+	// that the scheduler can estimate how many replicas fit node by node. Optional: a
+	// Karmada client ignores it, and without it the scheduler estimates from the sums above.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	NodeGroups []NodeGroup `json:"nodeGroups,omitempty"`
+}
+
+// NodeGroup is a set of a member's schedulable nodes (Ready, not cordoned) that have the same
+// labels and taints and, per node, at least Free unrequested.
+type NodeGroup struct {
+	// Count is the number of nodes in the group.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Count int32 `json:"count"`
+	// Free is what each node of the group has free at least: its allocatable resources less
+	// the requests of the pods bound to it ("pods" counts pod slots). Amounts are rounded
+	// down so that similar nodes share a group.
+	// +optional
+	Free corev1.ResourceList `json:"free,omitempty"`
+	// Labels are the nodes' labels, less kubernetes.io/hostname and the other labels that
+	// name one node only.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Labels map[string]string `json:"labels,omitempty"`
+	// Taints are the nodes' NoSchedule and NoExecute taints.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	Taints []corev1.Taint `json:"taints,omitempty"`
 }
 
 // AllocatableModeling is the number of nodes in one resource model grade.

@@ -378,3 +378,56 @@ func removeLargest(base []int64, values []sequence, ranks []uint64, count int64)
 	}
 	return base
 }
+
+// ByWeightWithin divides as ByWeight does, but gives no target more than its cap (caps[i],
+// for targets[i]): the replicas a capped target cannot take are divided among the others by
+// their weights, as often as needed. It returns an *InsufficientCapacityError when the caps
+// together hold fewer than replicas.
+func ByWeightWithin(replicas int32, targets []Target, caps []int64) ([]int32, error) {
+	if len(caps) != len(targets) {
+		return nil, fmt.Errorf("divide %d replicas: %d caps for %d targets", replicas, len(caps), len(targets))
+	}
+	limits := make([]int64, len(caps))
+	for i, c := range caps {
+		limits[i] = max(c, 0)
+	}
+	if total := sum(limits); total < int64(replicas) {
+		return nil, &InsufficientCapacityError{Replicas: replicas, Capacity: total}
+	}
+	out, err := ByWeight(replicas, targets)
+	if err != nil {
+		return nil, err
+	}
+	capped := make([]bool, len(targets))
+	for {
+		more := false
+		for i := range out {
+			if !capped[i] && int64(out[i]) > limits[i] {
+				capped[i], more = true, true
+			}
+		}
+		if !more {
+			return out, nil
+		}
+		rest := int64(replicas)
+		var free []int
+		var sub []Target
+		for i := range targets {
+			if capped[i] {
+				out[i] = int32(limits[i])
+				rest -= limits[i]
+				continue
+			}
+			free = append(free, i)
+			sub = append(sub, targets[i])
+		}
+		// Only targets given more than their cap are capped, so rest > 0 and some are free.
+		share, err := ByWeight(int32(rest), sub)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range free {
+			out[i] = share[j]
+		}
+	}
+}

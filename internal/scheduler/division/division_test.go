@@ -3,6 +3,7 @@ package division
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -138,5 +139,35 @@ func TestNegativeReplicas(t *testing.T) {
 		if _, err := divide(-1, targets([]int64{1}, nil)); err == nil {
 			t.Errorf("%s(-1) returned no error", name)
 		}
+	}
+}
+
+func TestByWeightWithin(t *testing.T) {
+	tests := []struct {
+		name     string
+		replicas int32
+		targets  []Target
+		caps     []int64
+		want     []int32
+		wantErr  bool
+	}{
+		{name: "caps not reached", replicas: 6, targets: []Target{{Weight: 1, Rank: 1}, {Weight: 2, Rank: 2}}, caps: []int64{10, 10}, want: []int32{2, 4}},
+		{name: "a capped cluster's share goes to the others", replicas: 9, targets: []Target{{Weight: 1, Rank: 1}, {Weight: 1, Rank: 2}, {Weight: 1, Rank: 3}},
+			caps: []int64{1, 100, 100}, want: []int32{1, 4, 4}},
+		{name: "cascading caps", replicas: 10, targets: []Target{{Weight: 5, Rank: 1}, {Weight: 3, Rank: 2}, {Weight: 2, Rank: 3}},
+			caps: []int64{2, 3, 100}, want: []int32{2, 3, 5}},
+		{name: "too little room", replicas: 10, targets: []Target{{Weight: 1}, {Weight: 1}}, caps: []int64{3, 4}, wantErr: true},
+		{name: "negative caps count as 0", replicas: 2, targets: []Target{{Weight: 1, Rank: 1}, {Weight: 1, Rank: 2}}, caps: []int64{-5, 2}, want: []int32{0, 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ByWeightWithin(tt.replicas, tt.targets, tt.caps)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if !tt.wantErr && !slices.Equal(got, tt.want) {
+				t.Errorf("ByWeightWithin() = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -55,3 +55,39 @@ func decodeTargets(raw []byte) []Target {
 	}
 	return ts
 }
+
+// FuzzByWeightWithin: no target above its cap, and the replicas all placed, whenever there is
+// no error; an error only when the caps hold fewer than the replicas.
+func FuzzByWeightWithin(f *testing.F) {
+	f.Add(int32(9), []byte{10, 0, 10, 0, 10, 0}, []byte{1, 100, 100})
+	f.Add(int32(2147483647), []byte{255, 255, 0, 1}, []byte{255, 0})
+	f.Fuzz(func(t *testing.T, replicas int32, raw, rawCaps []byte) {
+		ts := decodeTargets(raw)
+		caps := make([]int64, len(ts))
+		var room int64
+		for i := range caps {
+			caps[i] = int64(i * 3)
+			if i < len(rawCaps) {
+				caps[i] = int64(int8(rawCaps[i]))
+			}
+			room += max(caps[i], 0)
+		}
+		got, err := ByWeightWithin(replicas, ts, caps)
+		if err != nil {
+			if replicas >= 0 && room >= int64(replicas) {
+				t.Fatalf("ByWeightWithin(%d, %+v, %v): %v", replicas, ts, caps, err)
+			}
+			return
+		}
+		var s int64
+		for i, r := range got {
+			if r < 0 || int64(r) > max(caps[i], 0) {
+				t.Fatalf("ByWeightWithin(%d, %+v, %v) = %v", replicas, ts, caps, got)
+			}
+			s += int64(r)
+		}
+		if s != int64(replicas) {
+			t.Fatalf("ByWeightWithin(%d, %+v, %v) = %v, sums to %d", replicas, ts, caps, got, s)
+		}
+	})
+}

@@ -8,7 +8,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
-	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 )
 
 // ClusterOption changes a test cluster.
@@ -124,4 +124,33 @@ func Reasons(p framework.FilterPlugin, state *framework.CycleState, clusters ...
 		out[c.Name] = f(c)
 	}
 	return out, nil
+}
+
+// Nodes adds a node group of count nodes, each with free ("name=quantity") free, to
+// status.resourceSummary.nodeGroups, and their free amounts to its allocatable.
+func Nodes(count int32, free map[string]string, labels ...string) ClusterOption {
+	return func(c *clusterv1alpha1.Cluster) {
+		if c.Status.ResourceSummary == nil {
+			c.Status.ResourceSummary = &clusterv1alpha1.ResourceSummary{}
+		}
+		rs := c.Status.ResourceSummary
+		g := clusterv1alpha1.NodeGroup{Count: count, Free: List(free)}
+		for i := 0; i+1 < len(labels); i += 2 {
+			if g.Labels == nil {
+				g.Labels = map[string]string{}
+			}
+			g.Labels[labels[i]] = labels[i+1]
+		}
+		rs.NodeGroups = append(rs.NodeGroups, g)
+		if rs.Allocatable == nil {
+			rs.Allocatable = corev1.ResourceList{}
+		}
+		for name, q := range g.Free {
+			total := rs.Allocatable[name]
+			for range count {
+				total.Add(q)
+			}
+			rs.Allocatable[name] = total
+		}
+	}
 }

@@ -11,8 +11,8 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
 	st "github.com/flotilla-io/flotilla/internal/scheduler/schedulertest"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 )
 
 func TestFilter(t *testing.T) {

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
-	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
 	st "github.com/flotilla-io/flotilla/internal/scheduler/schedulertest"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 )
 
 func TestScore(t *testing.T) {

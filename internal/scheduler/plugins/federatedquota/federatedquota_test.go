@@ -7,8 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
-	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
 	st "github.com/flotilla-io/flotilla/internal/scheduler/schedulertest"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 )
 
 func TestExceeds(t *testing.T) {

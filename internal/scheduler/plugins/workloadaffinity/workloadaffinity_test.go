@@ -5,8 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
 	st "github.com/flotilla-io/flotilla/internal/scheduler/schedulertest"
+	"github.com/flotilla-io/flotilla/pkg/scheduler/framework"
 )
 
 func TestFilter(t *testing.T) {

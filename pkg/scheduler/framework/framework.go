@@ -2,6 +2,11 @@
 // interfaces, the per-cycle state they read, and the registry that turns plugins on and off by
 // name. It imports no Kubernetes client and does no I/O.
 //
+// It is Flotilla's public, stable scheduler API: a plugin written against it builds into a
+// manager with pkg/manager.WithSchedulerPlugins (see examples/scheduler-plugin) and keeps
+// building across Flotilla releases of the same major version; types and interfaces only gain
+// fields and optional interfaces, nothing is removed or changes meaning.
+//
 // A plugin is prepared once per scheduling cycle (NewFilter, NewScorer): that is where it
 // parses or compiles what it needs from the binding. The closure it returns is then called
 // once per cluster, so the per-cluster path stays cheap.
@@ -45,7 +50,8 @@ type FilterPlugin interface {
 // Scorer scores one feasible cluster; higher is better, in [0, MaxScore].
 type Scorer func(cluster *clusterv1alpha1.Cluster) int64
 
-// ScorePlugin ranks feasible clusters. The scores of all score plugins are added up.
+// ScorePlugin ranks feasible clusters. Each score plugin's scores are multiplied by its
+// weight (1 unless configured, pkg/scheduler/config) and added up.
 type ScorePlugin interface {
 	Plugin
 	// NewScorer prepares the plugin for one cycle. It returns nil when the plugin scores
@@ -57,11 +63,16 @@ type ScorePlugin interface {
 type Candidate struct {
 	// Cluster is the feasible cluster.
 	Cluster *clusterv1alpha1.Cluster
-	// Score is the sum of the score plugins' scores.
+	// Score is the weighted sum of the score plugins' scores.
 	Score int64
 	// Available is how many more replicas of the binding the cluster can hold. It is only
 	// computed when CycleState.CapacityAware is true, and is 0 otherwise.
 	Available int32
+	// Room is how many more replicas of the binding the cluster can hold by the estimate
+	// (CycleState.Room); math.MaxInt32 when the cluster has not reported its capacity or
+	// nothing bounds the replicas. It is computed for every binding with replicas and
+	// without components.
+	Room int32
 	// Rank is the cluster's per-binding tie-break rank: among equals, the lower rank wins.
 	Rank uint64
 	// Tier is the overflow tier the cluster belongs to (CycleState.Tiers): 0 is the

@@ -3,6 +3,8 @@ package framework
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 )
@@ -36,6 +38,12 @@ type CycleState struct {
 	// CapacityAware is true when replicas are divided by free capacity (dynamic weights or
 	// Aggregated). Only then is Candidate.Available computed.
 	CapacityAware bool
+	// Room estimates how many more replicas of the binding the cluster can hold: node by
+	// node when the cluster reports its node groups, never more than its summed free
+	// resources allow, less the placements of other bindings the member has not reported
+	// yet. known is false when the cluster has not reported its capacity. The scheduler sets
+	// it; use RoomOn, which treats a nil Room as unknown everywhere.
+	Room func(cluster *clusterv1alpha1.Cluster) (replicas int32, known bool)
 
 	scheduled map[string]int32
 	tie       TieBreaker
@@ -77,6 +85,14 @@ func (s *CycleState) IsScheduled(cluster string) bool {
 
 // ScheduledReplicas returns the replicas currently assigned to the cluster in spec.clusters.
 func (s *CycleState) ScheduledReplicas(cluster string) int32 { return s.scheduled[cluster] }
+
+// RoomOn returns Room(cluster), or (0, false) when Room is nil.
+func (s *CycleState) RoomOn(cluster *clusterv1alpha1.Cluster) (replicas int32, known bool) {
+	if s.Room == nil {
+		return 0, false
+	}
+	return s.Room(cluster)
+}
 
 // Rank returns the cluster's tie-break rank for this binding: among otherwise equal clusters
 // the lower rank wins.

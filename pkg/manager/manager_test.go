@@ -1,4 +1,4 @@
-package main
+package manager
 
 import (
 	"flag"
@@ -36,7 +36,7 @@ func TestBuiltinInterpretersFlag(t *testing.T) {
 // Every manager flag has a row in docs/operations.md's flags table (a row may name several
 // flags: `--leader-elect-lease-duration` / `-renew-deadline` / `-retry-period`).
 func TestFlagsDocumented(t *testing.T) {
-	doc, err := os.ReadFile("docs/operations.md")
+	doc, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}

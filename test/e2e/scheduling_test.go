@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/localcluster"
+	"github.com/flotilla-io/flotilla/test/e2e/framework"
+)
+
+// The suite's members are heterogeneous (e2e_suite_test.go): member1 and member2 have two
+// large nodes (8 CPUs) and one small node (2 CPUs), member3 has two large nodes with 4 GPUs
+// each. The scheduler estimates room node by node, so replicas go where they fit and every
+// one of them runs.
+var _ = Describe("Scheduling by what fits on the members' nodes", Ordered, func() {
+	policy := func(ns, name string, members []string, rs *policyv1alpha1.ReplicaSchedulingStrategy) *policyv1alpha1.PropagationPolicy {
+		return &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: policyv1alpha1.PropagationSpec{
+				ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: name}},
+				Placement: policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: members},
+					ReplicaScheduling: rs}}}
+	}
+	cleanup := func(ns, name string) {
+		DeferCleanup(func(ctx context.Context) {
+			_ = env.Host.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+			_ = env.Host.Delete(ctx, &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+			_ = env.Host.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		})
+	}
+	// The specs leave the members as they found them: after the last one, the cleanup waits
+	// until every member's Cluster reports the CPU free again that it had before the first
+	// (other specs size their workloads by it; the suite refreshes it every 5 s).
+	BeforeAll(func(ctx context.Context) {
+		before := map[string]int64{}
+		for _, m := range []string{"member1", "member2", "member3"} {
+			Eventually(func(g Gomega) { before[m] = freeCPU(ctx, g, m) }).WithContext(ctx).Should(Succeed())
+		}
+		DeferCleanup(func(ctx context.Context) {
+			for m, free := range before {
+				Eventually(func(g Gomega) int64 { return freeCPU(ctx, g, m) }).WithContext(ctx).
+					Should(BeNumerically(">=", free), "%s's CPU is free again", m)
+			}
+		})
+	})
+	placed := func(ctx context.Context, ns, name string) map[string]framework.Replicas {
+		out := map[string]framework.Replicas{}
+		for m, r := range env.DeploymentReplicas(ctx, ns, name) {
+			if r.Spec > 0 {
+				out[m] = r
+			}
+		}
+		return out
+	}
+
+	It("aggregates 5-CPU replicas only as far as the large nodes hold them, all Ready", func(ctx context.Context) {
+		// By summed free CPU member1 holds three (2 x 8 + 2 = 18 CPUs): dividing by sums put
+		// three there, and the third stayed Pending. Node by node it holds two.
+		const ns, name = "fit-e2e", "large-only"
+		templateNamespace(ctx, ns)
+		cleanup(ns, name)
+		Expect(env.Host.Create(ctx, policy(ns, name, []string{"member1", "member2"}, &policyv1alpha1.ReplicaSchedulingStrategy{
+			ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDivided, ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceAggregated}))).To(Succeed())
+		Expect(env.Host.Create(ctx, deployment(ns, name, 4, resource.MustParse("5"), nil))).To(Succeed())
+		Eventually(func() map[string]framework.Replicas { return placed(ctx, ns, name) }).WithContext(ctx).
+			Should(Equal(map[string]framework.Replicas{"member1": {Spec: 2, Ready: 2}, "member2": {Spec: 2, Ready: 2}}))
+	})
+
+	It("puts a GPU workload only where GPUs are free, whatever the static weights say", func(ctx context.Context) {
+		const ns, name = "gpu-e2e", "trainer"
+		templateNamespace(ctx, ns)
+		cleanup(ns, name)
+		var weights []policyv1alpha1.StaticClusterWeight
+		for _, m := range []string{"member1", "member2", "member3"} {
+			weights = append(weights, policyv1alpha1.StaticClusterWeight{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{m}}, Weight: 1})
+		}
+		Expect(env.Host.Create(ctx, policy(ns, name, []string{"member1", "member2", "member3"}, &policyv1alpha1.ReplicaSchedulingStrategy{
+			ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDivided, ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceWeighted,
+			WeightPreference: &policyv1alpha1.ClusterPreferences{StaticWeightList: weights}}))).To(Succeed())
+		d := deployment(ns, name, 3, resource.MustParse("100m"), nil)
+		c := &d.Spec.Template.Spec.Containers[0]
+		c.Resources.Requests[localcluster.ResourceGPU] = resource.MustParse("1")
+		c.Resources.Limits = corev1.ResourceList{localcluster.ResourceGPU: resource.MustParse("1")}
+		Expect(env.Host.Create(ctx, d)).To(Succeed())
+		Eventually(func() map[string]framework.Replicas { return placed(ctx, ns, name) }).WithContext(ctx).
+			Should(Equal(map[string]framework.Replicas{"member3": {Spec: 3, Ready: 3}}))
+	})
+
+	It("does not overfill the favourite member with 20 workloads created at once", func(ctx context.Context) {
+		// Static weights 10:1:1 favour member1, which holds nine 2-CPU replicas (four on each
+		// large node, one on the small one). Without holds, every binding saw that room and
+		// most of the twenty went there; the rest stayed Pending.
+		const ns, n = "burst-e2e", 20
+		templateNamespace(ctx, ns)
+		DeferCleanup(func(ctx context.Context) {
+			_ = env.Host.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		})
+		var weights []policyv1alpha1.StaticClusterWeight
+		for m, w := range map[string]int64{"member1": 10, "member2": 1, "member3": 1} {
+			weights = append(weights, policyv1alpha1.StaticClusterWeight{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{m}}, Weight: w})
+		}
+		p := policy(ns, "all", []string{"member1", "member2", "member3"}, &policyv1alpha1.ReplicaSchedulingStrategy{
+			ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDivided, ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceWeighted,
+			WeightPreference: &policyv1alpha1.ClusterPreferences{StaticWeightList: weights}})
+		p.Spec.ResourceSelectors = []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}}
+		Expect(env.Host.Create(ctx, p)).To(Succeed())
+		for i := range n {
+			Expect(env.Host.Create(ctx, deployment(ns, fmt.Sprintf("w%02d", i), 1, resource.MustParse("2"), nil))).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			onMember1 := 0
+			for i := range n {
+				got := placed(ctx, ns, fmt.Sprintf("w%02d", i))
+				g.Expect(got).To(HaveLen(1), "w%02d is placed on one member", i)
+				for m, r := range got {
+					g.Expect(r).To(Equal(framework.Replicas{Spec: 1, Ready: 1}), "w%02d on %s", i, m)
+					if m == "member1" {
+						onMember1++
+					}
+				}
+			}
+			g.Expect(onMember1).To(BeNumerically("<=", 9))
+		}).WithContext(ctx).Should(Succeed())
+	})
+})
