@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	rolloutsv1alpha1 "github.com/flotilla-io/flotilla/api/rollouts/v1alpha1"
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 )
@@ -46,6 +47,8 @@ type Server struct {
 	// DNS rebinding; empty accepts any (tests that serve through httptest).
 	origins []string
 	now     func() time.Time
+	// rolloutsOff says why rollouts are not shown; "" when they are.
+	rolloutsOff string
 
 	mu   sync.Mutex
 	subs map[chan struct{}]struct{}
@@ -85,6 +88,19 @@ func New(ctx context.Context, cfg *rest.Config) (*Server, error) {
 	}
 	for _, k := range kinds {
 		inf, err := c.GetInformer(ctx, k.obj)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return nil, err
+		}
+	}
+	// Rollouts are shown when the host serves them and the user may list them; the page says
+	// why not otherwise (an install older than progressive rollouts, or no right to read them).
+	if err := cl.List(ctx, &rolloutsv1alpha1.RolloutList{}, client.Limit(1)); err != nil {
+		s.rolloutsOff = fmt.Sprintf("rollouts are not shown: list rollouts.rollouts.flotilla.io: %v", err)
+	} else {
+		inf, err := c.GetInformer(ctx, &rolloutsv1alpha1.Rollout{})
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +151,15 @@ func (s *Server) View(ctx context.Context) (View, error) {
 			return View{}, err
 		}
 	}
-	return BuildView(clusters.Items, rbs.Items, crbs.Items, s.now()), nil
+	v := BuildView(clusters.Items, rbs.Items, crbs.Items, s.now())
+	if v.RolloutsOff = s.rolloutsOff; v.RolloutsOff == "" {
+		rollouts := &rolloutsv1alpha1.RolloutList{}
+		if err := s.cache.List(ctx, rollouts); err != nil {
+			return View{}, err
+		}
+		v.Rollouts = RolloutRows(rollouts.Items)
+	}
+	return v, nil
 }
 
 // RenderFleet writes the page's body: the clusters and templates tables.

@@ -1,7 +1,8 @@
 // Package dashboard is `kubectl flotilla dashboard`: a read-only web page, served on
 // 127.0.0.1 with the user's own kubeconfig, that shows the fleet's Clusters (health,
-// capacity, taints) and each template's placement and per-cluster readiness from its
-// ResourceBinding or ClusterResourceBinding status. The server watches those kinds through
+// capacity, taints), each template's placement and per-cluster readiness from its
+// ResourceBinding or ClusterResourceBinding status, and progressive rollouts (stages, each
+// cluster's revision) from Rollouts when the host serves them. The server watches those kinds through
 // informers and pushes the re-rendered page body to the browser with Server-Sent Events.
 //
 // BuildView is the pure core (objects → view model); Render and the server are the shell.
@@ -30,6 +31,10 @@ const none = "-"
 type View struct {
 	Clusters  []ClusterRow
 	Templates []TemplateRow
+	// Rollouts are the progressive rollouts (rollouts.flotilla.io); nil when the host does
+	// not serve them or the user cannot list them (RolloutsOff says why).
+	Rollouts    []RolloutRow
+	RolloutsOff string
 	// Updated is when the view was built.
 	Updated time.Time
 }

@@ -18,6 +18,7 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	rolloutsv1alpha1 "github.com/flotilla-io/flotilla/api/rollouts/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/dashboard"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
 )
 
@@ -188,6 +189,19 @@ var _ = Describe("Progressive rollout: stages, soak, approval, halt and undo", O
 		Eventually(func(g Gomega) {
 			evs := framework.EventsFor(ctx, g, env.Host, ns, "Deployment", name)
 			g.Expect(evs).To(ContainElement(And(HaveField("Reason", rolloutsv1alpha1.EventHalted), HaveField("Note", ContainSubstring("member1")))))
+		}).WithContext(ctx).Should(Succeed())
+		// The dashboard shows the halt live, and which cluster runs the new revision.
+		dctx, stop := context.WithCancel(ctx)
+		defer stop()
+		board, err := dashboard.New(dctx, env.Fleet.Host.RESTConfig())
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			v, err := board.View(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(v.RolloutsOff).To(BeEmpty())
+			g.Expect(v.Rollouts).To(ContainElement(And(
+				HaveField("Namespace", ns), HaveField("Phase", "Halted"), HaveField("Halt", ContainSubstring("cluster member1")),
+				HaveField("Clusters", ContainElement(And(HaveField("Name", "member1"), HaveField("Current", true), HaveField("State()", "bad")))))))
 		}).WithContext(ctx).Should(Succeed())
 
 		Expect(flotilla(ctx, "rollout", "undo", "deploy/"+name)).To(ContainSubstring("rolled back to " + stable))
