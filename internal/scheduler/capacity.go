@@ -27,10 +27,13 @@ func AvailableReplicas(c *clusterv1alpha1.Cluster, request corev1.ResourceList) 
 // free resources allow (AvailableReplicas) and, when the cluster reports its node groups,
 // what fits node by node (package estimate). The placements the member has not reported yet
 // (held) are taken from both first. known is false when the cluster has not reported a
-// resourceSummary.
+// resourceSummary, or reports no allocatable resources at all: no Node the cluster status
+// could read (an apiserver-only member, a credential that cannot list Nodes). Such a cluster
+// is not filtered or capped for want of room, as before estimates were used; a cluster whose
+// Nodes are all full reports their allocatable and gets 0.
 func EstimateReplicas(c *clusterv1alpha1.Cluster, request corev1.ResourceList, e *estimate.Estimator, held []estimate.Held) (replicas int32, known bool) {
 	rs := c.Status.ResourceSummary
-	if rs == nil {
+	if rs == nil || len(rs.Allocatable) == 0 {
 		return 0, false
 	}
 	n := availableUnits(c, request, podSlot, held)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheduler/estimate"
 	st "github.com/flotilla-io/flotilla/internal/scheduler/schedulertest"
 )
 
@@ -39,5 +40,21 @@ func TestAvailableReplicas(t *testing.T) {
 				t.Errorf("AvailableReplicas() = %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// A member with no Node the status could read (apiserver-only, as the soak's and the bench's
+// members are) reports an empty summary: its room is unknown, so static weights and Duplicated
+// placements are not refused for want of room. The soak failed with every such binding
+// Unschedulable ("had no room for one replica on its nodes") before.
+func TestEstimateReplicasWithoutNodes(t *testing.T) {
+	empty := func(c *clusterv1alpha1.Cluster) { c.Status.ResourceSummary = &clusterv1alpha1.ResourceSummary{} }
+	request := st.List(map[string]string{"cpu": "10m", "memory": "16Mi"})
+	if n, known := EstimateReplicas(st.NewCluster("c", empty), request, estimate.New(nil), nil); known {
+		t.Errorf("no allocatable: EstimateReplicas() = %d, known; want unknown", n)
+	}
+	full := st.NewCluster("c", st.Resources(map[string]string{"cpu": "4"}, map[string]string{"cpu": "4"}))
+	if n, known := EstimateReplicas(full, request, estimate.New(nil), nil); !known || n != 0 {
+		t.Errorf("full nodes: EstimateReplicas() = %d, %v; want 0, known", n, known)
 	}
 }
