@@ -158,10 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	before := ric.DeepCopy()
-	wasLoaded := meta.FindStatusCondition(ric.Status.Conditions, configv1alpha1.ConditionLoaded)
-	wasHealthy := meta.FindStatusCondition(ric.Status.Conditions, configv1alpha1.ConditionScriptsHealthy)
-	changedLoaded := wasLoaded == nil || wasLoaded.Status != loaded.Status || wasLoaded.Message != loaded.Message
-	changedHealthy := wasHealthy == nil || wasHealthy.Status != healthy.Status || wasHealthy.Message != healthy.Message
+	changedLoaded, changedHealthy := conditionChanged(ric.Status.Conditions, loaded), conditionChanged(ric.Status.Conditions, healthy)
 	meta.SetStatusCondition(&ric.Status.Conditions, loaded)
 	meta.SetStatusCondition(&ric.Status.Conditions, healthy)
 	ric.Status.ObservedGeneration = ric.Generation
@@ -179,6 +176,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, ric, client.MergeFrom(before)))
+}
+
+// conditionChanged reports whether c's status or message differs from the condition of its
+// type in conds (or there is none): what deserves an event.
+func conditionChanged(conds []metav1.Condition, c metav1.Condition) bool {
+	was := meta.FindStatusCondition(conds, c.Type)
+	return was == nil || was.Status != c.Status || was.Message != c.Message
 }
 
 // load puts the customization in use (or out of it) and announces the kinds it affects.

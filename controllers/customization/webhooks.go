@@ -142,10 +142,7 @@ func (r *WebhookReconciler) conditions(cfg *configv1alpha1.ResourceInterpreterWe
 // report writes the conditions and emits an event for each that changed.
 func (r *WebhookReconciler) report(ctx context.Context, cfg *configv1alpha1.ResourceInterpreterWebhookConfiguration, loadErr error, loaded, healthy metav1.Condition, failed bool) error {
 	before := cfg.DeepCopy()
-	wasLoaded := meta.FindStatusCondition(cfg.Status.Conditions, configv1alpha1.ConditionLoaded)
-	wasHealthy := meta.FindStatusCondition(cfg.Status.Conditions, configv1alpha1.ConditionWebhooksHealthy)
-	changedLoaded := wasLoaded == nil || wasLoaded.Status != loaded.Status || wasLoaded.Message != loaded.Message
-	changedHealthy := wasHealthy == nil || wasHealthy.Status != healthy.Status || wasHealthy.Message != healthy.Message
+	changedLoaded, changedHealthy := conditionChanged(cfg.Status.Conditions, loaded), conditionChanged(cfg.Status.Conditions, healthy)
 	meta.SetStatusCondition(&cfg.Status.Conditions, loaded)
 	meta.SetStatusCondition(&cfg.Status.Conditions, healthy)
 	cfg.Status.ObservedGeneration = cfg.Generation
