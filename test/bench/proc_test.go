@@ -1,6 +1,10 @@
 package bench
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 // TestProcStatus reads this process's own status: the bench's memory figures come from it.
 func TestProcStatus(t *testing.T) {
@@ -15,5 +19,40 @@ func TestProcStatus(t *testing.T) {
 	}
 	if got := procStatus("/proc/no-such-process/status"); len(got) != 0 {
 		t.Errorf("a missing process read as %v, want no fields", got)
+	}
+}
+
+// TestProcCPUSeconds reads this process's own CPU time: the scale bench's CPU-seconds come
+// from it.
+func TestProcCPUSeconds(t *testing.T) {
+	if got := procCPUSeconds("/proc/self/stat"); got <= 0 {
+		t.Errorf("CPU-seconds of this process = %v, want more than 0", got)
+	}
+	if got := procCPUSeconds("/proc/no-such-process/stat"); got != 0 {
+		t.Errorf("a missing process read as %v CPU-seconds, want 0", got)
+	}
+}
+
+func TestScaleHelpers(t *testing.T) {
+	if a, b := fitLine([]float64{0, 10, 20}, []float64{100, 120, 140}); a != 100 || b != 2 {
+		t.Errorf("fitLine = %v + %v·x, want 100 + 2·x", a, b)
+	}
+	if a, b := fitLine([]float64{5, 5}, []float64{1, 3}); a != 2 || b != 0 {
+		t.Errorf("fitLine through one x = %v + %v·x, want 2 + 0·x", a, b)
+	}
+	for n, want := range map[int][]int{30: {0, 10, 20, 30}, 3: {0, 1, 2, 3}, 1: {0, 1}, 10: {0, 4, 8, 10}} {
+		if got := joinBatches(n); !slices.Equal(got, want) {
+			t.Errorf("joinBatches(%d) = %v, want %v", n, got, want)
+		}
+	}
+	for v, want := range map[string][]int{"": {1}, "3": {3}, "1, 3": {1, 3}} {
+		if got, err := parseReplicas(v); err != nil || !slices.Equal(got, want) {
+			t.Errorf("parseReplicas(%q) = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"0", "x", "1,,3", "-2"} {
+		if _, err := parseReplicas(v); err == nil || !strings.Contains(err.Error(), "FLOTILLA_SCALE_REPLICAS") {
+			t.Errorf("parseReplicas(%q) = %v, want an error naming FLOTILLA_SCALE_REPLICAS", v, err)
+		}
 	}
 }

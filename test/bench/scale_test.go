@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,9 +69,10 @@ func BenchmarkScale(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Hour)
 	defer cancel()
 
-	fmt.Printf("\nscale bench: a host and %d apiserver-only members, %d manager replica(s); load average %s\n", cfg.members, cfg.replicas, loadAverage())
+	fmt.Printf("\nscale bench: a host and %d apiserver-only members, manager replicas %v; load average %s\n", cfg.members, cfg.counts, loadAverage())
 	fleetStart := time.Now()
-	env, mgrs, names := joinedFleetReplicas(ctx, b, cfg.members, cfg.replicas)
+	cfg.replicas, firstReplicas = cfg.counts[0], cfg.counts[0]
+	env, mgrs, names, idle := scaleFleet(ctx, b, cfg.members, cfg.replicas)
 	fmt.Printf("fleet started and %d members joined and Ready in %s\n", len(names), time.Since(fleetStart).Round(time.Second))
 	if err := env.Host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace,
 		Labels: map[string]string{wellknown.PropagationLabel: wellknown.PropagationEnabled}}}); err != nil {
@@ -83,13 +85,26 @@ func BenchmarkScale(b *testing.B) {
 	rows := [][]string{{"placement", "members × templates", "manager replicas", "member objects",
 		"all member objects", "all FullyApplied", "member objects/s", "create → last member object p50 / p99",
 		"create → FullyApplied p50 / p99", "host requests / template", "manager peak RSS", "heap after GC peak (largest replica) / end (all)",
-		"delete → member objects gone", "load average (start → end)"}}
+		"delete → member objects gone", "manager CPU-s (largest replica / all)", "load average (start → end)"}}
 	var details []string
-	for _, p := range cfg.placements {
-		r := s.run(ctx, b, p)
-		printColumns([][]string{rows[0], r.row}) // now, in case a later run does not finish
-		rows = append(rows, r.row)
-		details = append(details, r.details...)
+	var costs []runCost
+	for i, n := range cfg.counts {
+		if i > 0 {
+			// The same fleet, other managers: the last ones stop, the next ones start and
+			// find every member joined.
+			fmt.Printf("restarting the manager as %d replica(s)\n", n)
+			s.mgrs.stop()
+			s.mgrs, s.replicas = managers(startManagers(ctx, b, env, n)), n
+			b.Cleanup(s.mgrs.stop)
+			waitMembersReady(ctx, b, env, names)
+		}
+		for _, p := range cfg.placements {
+			r := s.run(ctx, b, p)
+			printColumns([][]string{rows[0], r.row}) // now, in case a later run does not finish
+			rows = append(rows, r.row)
+			details = append(details, r.details...)
+			costs = append(costs, r.cost)
+		}
 	}
 	b.StopTimer()
 
@@ -103,21 +118,38 @@ func BenchmarkScale(b *testing.B) {
 	for _, d := range details {
 		fmt.Println(d)
 	}
+	for _, l := range perMemberLines(idle, costs) {
+		fmt.Println(l)
+	}
+	for _, l := range shardLines(costs) {
+		fmt.Println(l)
+	}
+	if !slices.Contains(cfg.counts, 1) || !slices.ContainsFunc(cfg.counts, func(n int) bool { return n > 1 }) {
+		fmt.Println("\nsharded replicas against one unsharded manager (issue 41 item 5): not measured; FLOTILLA_SCALE_REPLICAS=1,3 runs both on the same fleet")
+	}
 }
 
 type scaleConfig struct {
-	members, templates, duplicatedTemplates, replicas int
-	placements                                        []string
-	out                                               string
+	members, templates, duplicatedTemplates int
+	// counts are the manager replica counts the runs are repeated with; replicas is the
+	// current one.
+	counts     []int
+	replicas   int
+	placements []string
+	out        string
 }
 
 func scaleConfigFromEnv(b *testing.B) scaleConfig {
 	c := scaleConfig{
 		members:   envInt(b, "FLOTILLA_SCALE_MEMBERS", scaleMembers),
 		templates: envInt(b, "FLOTILLA_SCALE_TEMPLATES", scaleTemplates),
-		replicas:  envInt(b, "FLOTILLA_SCALE_REPLICAS", 1),
 		out:       os.Getenv("FLOTILLA_SCALE_OUT"),
 	}
+	counts, err := parseReplicas(os.Getenv("FLOTILLA_SCALE_REPLICAS"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.counts = counts
 	c.duplicatedTemplates = envInt(b, "FLOTILLA_SCALE_DUPLICATED_TEMPLATES", min(c.templates, scaleDuplicatedTemplates))
 	if c.out == "" {
 		c.out = filepath.Join(framework.RepoRoot(), "docs", "bench-scale")
@@ -173,6 +205,7 @@ type scaleSetup struct {
 type scaleResult struct {
 	row     []string
 	details []string
+	cost    runCost
 }
 
 // run creates one placement's templates, waits for their member objects and bindings,
@@ -194,6 +227,7 @@ func (s *scaleSetup) run(ctx context.Context, b *testing.B, placementType string
 		peakNote = " (since start)"
 	}
 	before := s.mgrs.scrape(b)
+	cpuBefore := s.mgrs.cpu()
 	var heaps []*heapSampler
 	for _, m := range s.mgrs {
 		heaps = append(heaps, m.sampleHeap(ctx, b))
@@ -224,6 +258,10 @@ func (s *scaleSetup) run(ctx context.Context, b *testing.B, placementType string
 	waitEvery(ctx, b, placementType+": member objects deleted", 50*time.Millisecond, func() bool { return s.watch.remaining(prefix) == 0 })
 	deleted := time.Since(delStart)
 	afterDelete := s.mgrs.scrape(b)
+	cost := runCost{placement: placementType, replicas: s.replicas, members: len(s.names), objects: objects, cpu: s.mgrs.cpu(), peakKiB: s.mgrs.peaks()}
+	for i := range cost.cpu {
+		cost.cpu[i] -= cpuBefore[i]
+	}
 	series := samples.stop()
 	// Heap after GC: the largest replica's peak, and the replicas' last values summed.
 	var heapPeak, heapLast float64
@@ -252,7 +290,7 @@ func (s *scaleSetup) run(ctx context.Context, b *testing.B, placementType string
 		fmt.Sprintf("%.1f", float64(objects)/allObjects.Seconds()), q50(toObjects), q50(toFully),
 		fmt.Sprintf("%.1f", perTemplateReqs), rssCell(largestRSS, sumRSS, len(s.mgrs), peakNote),
 		fmt.Sprintf("%.0f / %.0f MiB", heapPeak/(1<<20), heapLast/(1<<20)), deleted.Round(10 * time.Millisecond).String(),
-		loadStart + " → " + loadEnd}
+		cpuCell(cost.cpu), loadStart + " → " + loadEnd}
 	details := []string{fmt.Sprintf("\n%s: plot %s", placementType, file),
 		fmt.Sprintf("%s: host requests per template by controller and verb (create → FullyApplied, %.1f):", placementType, perTemplateReqs)}
 	details = append(details, reqLines...)
@@ -261,7 +299,8 @@ func (s *scaleSetup) run(ctx context.Context, b *testing.B, placementType string
 	fmt.Printf("%s: done, all member objects in %s, deleted in %s; plot %s\n", placementType, allObjects.Round(time.Second), deleted.Round(time.Second), file)
 	b.ReportMetric(float64(objects)/allObjects.Seconds(), strings.ToLower(placementType)+"-objects/s")
 	b.ReportMetric(perTemplateReqs, strings.ToLower(placementType)+"-host-req/template")
-	return scaleResult{row: row, details: details}
+	b.ReportMetric(sum(cost.cpu), strings.ToLower(placementType)+"-cpu-s")
+	return scaleResult{row: row, details: details, cost: cost}
 }
 
 // cleanUp deletes the run's policies and waits (untimed, up to 2 minutes) until its bindings
