@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -25,10 +26,10 @@ func TestProcStatus(t *testing.T) {
 // TestProcCPUSeconds reads this process's own CPU time: the scale bench's CPU-seconds come
 // from it.
 func TestProcCPUSeconds(t *testing.T) {
-	if got := procCPUSeconds("/proc/self/stat"); got <= 0 {
+	if got := processCPU(os.Getpid()); got <= 0 {
 		t.Errorf("CPU-seconds of this process = %v, want more than 0", got)
 	}
-	if got := procCPUSeconds("/proc/no-such-process/stat"); got != 0 {
+	if got := processCPU(-1); got != 0 {
 		t.Errorf("a missing process read as %v CPU-seconds, want 0", got)
 	}
 }

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,9 +19,6 @@ import (
 // replicas against one unsharded manager.
 
 const (
-	// clockTicks is USER_HZ, the unit of /proc/PID/stat's times: 100 on every Linux the
-	// bench runs on (getconf CLK_TCK).
-	clockTicks = 100
 	// scaleIdleSettle is how long the manager is left alone after a batch of members turned
 	// Ready before its idle cost is measured: past the first status collection.
 	scaleIdleSettle = 15 * time.Second
@@ -36,34 +32,7 @@ const (
 
 // cpuSeconds is the CPU time the manager used so far (user + system), in seconds; 0 when
 // the process is gone.
-func (m *managerProcess) cpuSeconds() float64 {
-	return procCPUSeconds(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
-}
-
-// procCPUSeconds reads utime + stime from a /proc/PID/stat file; 0 when it cannot.
-func procCPUSeconds(path string) float64 {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	// The command name (field 2) is in parentheses and may hold spaces: count the fields
-	// after its closing one, which start with field 3 (state).
-	s := string(raw)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	utime, err1 := strconv.ParseFloat(f[11], 64) // field 14
-	stime, err2 := strconv.ParseFloat(f[12], 64) // field 15
-	if err1 != nil || err2 != nil {
-		return 0
-	}
-	return (utime + stime) / clockTicks
-}
+func (m *managerProcess) cpuSeconds() float64 { return processCPU(m.cmd.Process.Pid) }
 
 // cpu returns every replica's CPU-seconds so far.
 func (ms managers) cpu() []float64 {
@@ -91,6 +60,10 @@ type idleSample struct {
 	rssKiB    int
 	heap      float64
 	cpuPerMin float64
+	// memberRSSKiB and memberCPUPerMin are the joined members' apiservers and etcds
+	// together: what bounds the fleet this machine holds.
+	memberRSSKiB    int
+	memberCPUPerMin float64
 }
 
 // scaleFleet starts the fleet and the first managers, and joins the members in batches,
@@ -118,9 +91,9 @@ func scaleFleet(ctx context.Context, b *testing.B, n, replicas int) (*framework.
 			}
 		}
 		waitMembersReady(ctx, b, env, names[:joined])
-		s := mgrs.idle(ctx, b, joined)
-		fmt.Printf("  idle with %d members joined: RSS %.0f MiB, heap after GC %.0f MiB, %.2f CPU-s/min; load average %s\n",
-			joined, float64(s.rssKiB)/1024, s.heap/(1<<20), s.cpuPerMin, loadAverage())
+		s := mgrs.idle(ctx, b, env.Fleet.Members[:joined])
+		fmt.Printf("  idle with %d members joined: manager RSS %.0f MiB, heap after GC %.0f MiB, %.2f CPU-s/min; members %.0f MiB, %.2f CPU-s/min; load average %s\n",
+			joined, float64(s.rssKiB)/1024, s.heap/(1<<20), s.cpuPerMin, float64(s.memberRSSKiB)/1024, s.memberCPUPerMin, loadAverage())
 		samples = append(samples, s)
 	}
 	return env, mgrs, names, samples
@@ -152,17 +125,37 @@ func waitMembersReady(ctx context.Context, b *testing.B, env *framework.Env, nam
 }
 
 // idle measures the replicas' idle cost: scaleIdleSettle, then CPU over scaleIdleWindow, then memory.
-func (ms managers) idle(ctx context.Context, b *testing.B, members int) idleSample {
+func (ms managers) idle(ctx context.Context, b *testing.B, members []*localcluster.Cluster) idleSample {
 	sleepCtx(ctx, scaleIdleSettle)
-	before := ms.cpu()
+	before, membersBefore := ms.cpu(), membersCPU(members)
 	sleepCtx(ctx, scaleIdleWindow)
-	after := ms.cpu()
-	s := idleSample{members: members}
+	after, membersAfter := ms.cpu(), membersCPU(members)
+	s := idleSample{members: len(members), memberCPUPerMin: (membersAfter - membersBefore) / scaleIdleWindow.Minutes()}
+	for _, m := range members {
+		for _, p := range m.Processes() {
+			if p.Name == "kube-apiserver" || p.Name == "etcd" {
+				s.memberRSSKiB += procStatus(fmt.Sprintf("/proc/%d/status", p.PID))["VmRSS"]
+			}
+		}
+	}
 	for i, m := range ms {
 		s.cpuPerMin += (after[i] - before[i]) / scaleIdleWindow.Minutes()
 		s.heap += m.heapAfterGC(b)
 		rss, _ := m.rss()
 		s.rssKiB += rss
+	}
+	return s
+}
+
+// membersCPU is the CPU-seconds the members' apiservers and etcds used so far.
+func membersCPU(members []*localcluster.Cluster) float64 {
+	var s float64
+	for _, m := range members {
+		for _, p := range m.Processes() {
+			if p.Name == "kube-apiserver" || p.Name == "etcd" {
+				s += processCPU(p.PID)
+			}
+		}
 	}
 	return s
 }
@@ -205,20 +198,26 @@ func perMemberLines(samples []idleSample, runs []runCost) []string {
 	if len(samples) == 0 {
 		return nil
 	}
-	var xs, rss, heap, cpu []float64
-	rows := [][]string{{"members joined", "manager RSS", "heap after GC", "idle CPU-s / min"}}
+	var xs, rss, heap, cpu, mrss, mcpu []float64
+	rows := [][]string{{"members joined", "manager RSS", "heap after GC", "idle CPU-s / min", "members' apiservers and etcds: RSS", "CPU-s / min"}}
 	for _, s := range samples {
 		xs = append(xs, float64(s.members))
 		rss = append(rss, float64(s.rssKiB)/1024)
 		heap = append(heap, s.heap/(1<<20))
 		cpu = append(cpu, s.cpuPerMin)
 		rows = append(rows, []string{fmt.Sprint(s.members), fmt.Sprintf("%.0f MiB", float64(s.rssKiB)/1024),
-			fmt.Sprintf("%.0f MiB", s.heap/(1<<20)), fmt.Sprintf("%.2f", s.cpuPerMin)})
+			fmt.Sprintf("%.0f MiB", s.heap/(1<<20)), fmt.Sprintf("%.2f", s.cpuPerMin),
+			fmt.Sprintf("%.0f MiB", float64(s.memberRSSKiB)/1024), fmt.Sprintf("%.1f", s.memberCPUPerMin)})
+		mrss = append(mrss, float64(s.memberRSSKiB)/1024)
+		mcpu = append(mcpu, s.memberCPUPerMin)
 	}
 	ra, rb := fitLine(xs, rss)
 	ha, hb := fitLine(xs, heap)
 	ca, cb := fitLine(xs, cpu)
-	rows = append(rows, []string{"per member (least-squares slope)", fmt.Sprintf("%.2f MiB", rb), fmt.Sprintf("%.2f MiB", hb), fmt.Sprintf("%.3f", cb)})
+	_, mrb := fitLine(xs, mrss)
+	_, mcb := fitLine(xs, mcpu)
+	rows = append(rows, []string{"per member (least-squares slope)", fmt.Sprintf("%.2f MiB", rb), fmt.Sprintf("%.2f MiB", hb), fmt.Sprintf("%.3f", cb),
+		fmt.Sprintf("%.0f MiB", mrb), fmt.Sprintf("%.2f (%.1f%% of a core)", mcb, mcb/60*100)})
 	for _, m := range []float64{100, 1000} {
 		rows = append(rows, []string{fmt.Sprintf("projected, %.0f members (idle)", m), fmt.Sprintf("%.0f MiB", ra+rb*m),
 			fmt.Sprintf("%.0f MiB", ha+hb*m), fmt.Sprintf("%.1f (%.0f%% of a core)", ca+cb*m, (ca+cb*m)/60*100)})
