@@ -96,6 +96,7 @@ func BenchmarkScale(b *testing.B) {
 			s.mgrs.stop()
 			s.mgrs, s.replicas = managers(startManagers(ctx, b, env, n)), n
 			b.Cleanup(s.mgrs.stop)
+			s.mgrs.waitServing(ctx, b, 2*n)
 			waitMembersReady(ctx, b, env, names)
 		}
 		for _, p := range cfg.placements {

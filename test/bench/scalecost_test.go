@@ -3,12 +3,16 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/flotilla-io/flotilla/internal/localcluster"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
@@ -114,7 +118,7 @@ func joinBatches(n int) []int {
 }
 
 func waitMembersReady(ctx context.Context, b *testing.B, env *framework.Env, names []string) {
-	waitFor(ctx, b, "members Ready", func() bool {
+	waitEvery(ctx, b, "members Ready", 200*time.Millisecond, func() bool {
 		for _, name := range names {
 			if !(clusterReady{}).check(ctx, env, name) {
 				return false
@@ -145,6 +149,38 @@ func (ms managers) idle(ctx context.Context, b *testing.B, members []*localclust
 		s.rssKiB += rss
 	}
 	return s
+}
+
+// waitServing waits until every replica serves its metrics and, sharded, until every
+// replica holds a shard and all of them together hold every shard (flotilla_shards_held),
+// so that a run starts with the work spread.
+func (ms managers) waitServing(ctx context.Context, b *testing.B, shards int) {
+	waitEvery(ctx, b, "manager replicas serving and holding their shards", 500*time.Millisecond, func() bool {
+		held := 0
+		for _, m := range ms {
+			v, ok := m.tryGauge("flotilla_shards_held")
+			if !ok || (len(ms) > 1 && v < 1) {
+				return false
+			}
+			held += int(v)
+		}
+		return len(ms) == 1 || held == shards
+	})
+}
+
+// tryGauge is one gauge of the manager's metrics, and false when they cannot be read yet.
+func (m *managerProcess) tryGauge(name string) (float64, bool) {
+	resp, err := http.Get("http://" + m.metricsAddr + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, false
+	}
+	return metricsSnapshot(mfs).gauge(name), true
 }
 
 // membersCPU is the CPU-seconds the members' apiservers and etcds used so far.
