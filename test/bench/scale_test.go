@@ -29,13 +29,19 @@ import (
 )
 
 // Scale bench defaults (issue 16 item 6). Duplicated puts every template on every member,
-// so 20 members × 5,000 templates would be 100,000 member objects: its run uses
+// so 30 members × 5,000 templates would be 150,000 member objects: its run uses
 // FLOTILLA_SCALE_DUPLICATED_TEMPLATES, 1,000 by default.
 const (
-	scaleMembers             = 20
+	// scaleMembers is what this 2-core machine holds with room for a run: each idle member
+	// (kube-apiserver and etcd) takes about 225 MiB and 2 % of a core (docs/host-cost.md,
+	// Bigger fleets).
+	scaleMembers             = 30
 	scaleTemplates           = 5000
 	scaleDuplicatedTemplates = 1000
 	scalePlacements          = "Divided,Duplicated"
+	// scaleReplicas runs every placement with one unsharded manager, then with 3 sharded
+	// replicas on the same fleet (issue 41 item 5).
+	scaleReplicas = "1,3"
 	// scaleSampleEvery is how often the member objects are counted for the plot.
 	scaleSampleEvery = 500 * time.Millisecond
 	// scaleProgressEvery is how often a run prints how far it got.
@@ -43,7 +49,7 @@ const (
 )
 
 // BenchmarkScale is the opt-in scale bench (`make bench-scale`, FLOTILLA_BENCH_SCALE=1):
-// FLOTILLA_SCALE_MEMBERS (20) apiserver-only members, the manager binary as a separate
+// FLOTILLA_SCALE_MEMBERS (30) apiserver-only members, the manager binary as a separate
 // process, and for each placement of FLOTILLA_SCALE_PLACEMENTS ("Divided,Duplicated") a run of
 // FLOTILLA_SCALE_TEMPLATES (5,000) Deployments, each with its own PropagationPolicy, created by
 // the 8-way parallel client of BenchmarkPropagation:
@@ -56,8 +62,14 @@ const (
 // Each run waits until every member object exists and every binding is FullyApplied, then
 // deletes the templates and waits until the member objects are gone. It prints one row per
 // run and writes a PNG plot of the member objects over time into FLOTILLA_SCALE_OUT
-// (docs/bench-scale/ of the repository). FLOTILLA_SCALE_REPLICAS is the number of manager
-// replicas (1); more than one are leader-elected and sharded into twice as many shards.
+// (docs/bench-scale/ of the repository). FLOTILLA_SCALE_REPLICAS ("1,3") are the numbers of
+// manager replicas the runs are repeated with on the same fleet; more than one are
+// leader-elected and sharded into twice as many shards.
+//
+// It also prints what the manager costs per joined member (members are joined a third at a
+// time, the manager's idle memory and CPU measured after each third: scaleFleet), with the
+// line through those samples projected to 100 and 1,000 members, and each sharded replica's
+// CPU-seconds and peak RSS as a share of the unsharded manager's (shardLines).
 func BenchmarkScale(b *testing.B) {
 	if os.Getenv("FLOTILLA_BENCH_SCALE") != "1" {
 		b.Skip("opt-in: make bench-scale (FLOTILLA_BENCH_SCALE=1)")
@@ -66,7 +78,7 @@ func BenchmarkScale(b *testing.B) {
 	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Hour+30*time.Minute) // inside make bench-scale's 600m
 	defer cancel()
 
 	fmt.Printf("\nscale bench: a host and %d apiserver-only members, manager replicas %v; load average %s\n", cfg.members, cfg.counts, loadAverage())
@@ -146,7 +158,11 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 		templates: envInt(b, "FLOTILLA_SCALE_TEMPLATES", scaleTemplates),
 		out:       os.Getenv("FLOTILLA_SCALE_OUT"),
 	}
-	counts, err := parseReplicas(os.Getenv("FLOTILLA_SCALE_REPLICAS"))
+	rs := os.Getenv("FLOTILLA_SCALE_REPLICAS")
+	if rs == "" {
+		rs = scaleReplicas
+	}
+	counts, err := parseReplicas(rs)
 	if err != nil {
 		b.Fatal(err)
 	}
