@@ -233,7 +233,12 @@ func (s *scaleSetup) run(ctx context.Context, b *testing.B, placementType string
 	if placementType == "Duplicated" {
 		templates, perTemplate, placement = s.duplicatedTemplates, len(s.names), duplicatedPlacement(s.names)
 	}
-	prefix := strings.ToLower(placementType)[:3] + "-"
+	// Each replica count's templates have names of their own: the watcher keeps what it saw
+	// of earlier runs' templates.
+	prefix, metric := strings.ToLower(placementType)[:3]+"-", strings.ToLower(placementType)
+	if s.replicas > 1 {
+		prefix, metric = fmt.Sprintf("%s%d-", prefix[:3], s.replicas), fmt.Sprintf("%s-r%d", metric, s.replicas)
+	}
 	name := func(i int) string { return fmt.Sprintf("%s%d", prefix, i) }
 	objects := templates * perTemplate
 	fmt.Printf("%s: %d templates onto %d members (%d member objects); load average %s\n", placementType, templates, len(s.names), objects, loadAverage())
@@ -275,7 +280,7 @@ func (s *scaleSetup) run(ctx context.Context, b *testing.B, placementType string
 	waitEvery(ctx, b, placementType+": member objects deleted", 50*time.Millisecond, func() bool { return s.watch.remaining(prefix) == 0 })
 	deleted := time.Since(delStart)
 	afterDelete := s.mgrs.scrape(b)
-	cost := runCost{placement: placementType, replicas: s.replicas, members: len(s.names), objects: objects, cpu: s.mgrs.cpu(), peakKiB: s.mgrs.peaks()}
+	cost := runCost{placement: placementType, replicas: s.replicas, members: len(s.names), objects: objects, cpu: s.mgrs.cpu(), peakKiB: s.mgrs.peaks(), leader: s.mgrs.leader()}
 	for i := range cost.cpu {
 		cost.cpu[i] -= cpuBefore[i]
 	}
@@ -314,9 +319,9 @@ func (s *scaleSetup) run(ctx context.Context, b *testing.B, placementType string
 	details = append(details, fmt.Sprintf("%s: host requests per template by controller and verb (deletion, %.1f):", placementType, delPerTemplate))
 	details = append(details, delLines...)
 	fmt.Printf("%s: done, all member objects in %s, deleted in %s; plot %s\n", placementType, allObjects.Round(time.Second), deleted.Round(time.Second), file)
-	b.ReportMetric(float64(objects)/allObjects.Seconds(), strings.ToLower(placementType)+"-objects/s")
-	b.ReportMetric(perTemplateReqs, strings.ToLower(placementType)+"-host-req/template")
-	b.ReportMetric(sum(cost.cpu), strings.ToLower(placementType)+"-cpu-s")
+	b.ReportMetric(float64(objects)/allObjects.Seconds(), metric+"-objects/s")
+	b.ReportMetric(perTemplateReqs, metric+"-host-req/template")
+	b.ReportMetric(sum(cost.cpu), metric+"-cpu-s")
 	return scaleResult{row: row, details: details, cost: cost}
 }
 
