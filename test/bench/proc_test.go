@@ -26,8 +26,15 @@ func TestProcStatus(t *testing.T) {
 // TestProcCPUSeconds reads this process's own CPU time: the scale bench's CPU-seconds come
 // from it.
 func TestProcCPUSeconds(t *testing.T) {
-	if got := processCPU(os.Getpid()); got <= 0 {
-		t.Errorf("CPU-seconds of this process = %v, want more than 0", got)
+	// Work until the kernel has counted a tick (10 ms) of this process's CPU time.
+	x := uint64(1)
+	for i := 0; processCPU(os.Getpid()) <= 0; i++ {
+		for j := 0; j < 1_000_000; j++ {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+		if i == 10_000 {
+			t.Fatalf("CPU-seconds of this process stayed 0 (%d)", x)
+		}
 	}
 	if got := processCPU(-1); got != 0 {
 		t.Errorf("a missing process read as %v CPU-seconds, want 0", got)
@@ -55,5 +62,29 @@ func TestScaleHelpers(t *testing.T) {
 		if _, err := parseReplicas(v); err == nil || !strings.Contains(err.Error(), "FLOTILLA_SCALE_REPLICAS") {
 			t.Errorf("parseReplicas(%q) = %v, want an error naming FLOTILLA_SCALE_REPLICAS", v, err)
 		}
+	}
+}
+
+// TestShardLines checks the sharded-against-unsharded table: shares of the unsharded
+// manager, the leader marked, CPU and memory judged apart.
+func TestShardLines(t *testing.T) {
+	runs := []runCost{
+		{placement: "Divided", replicas: 1, members: 30, cpu: []float64{20}, peakKiB: []int{200 * 1024}, leader: -1},
+		{placement: "Divided", replicas: 3, members: 30, cpu: []float64{8, 12, 9}, peakKiB: []int{80 * 1024, 150 * 1024, 90 * 1024}, leader: 1},
+	}
+	out := strings.Join(shardLines(runs), "\n")
+	for _, want := range []string{
+		"Divided, 30 members: 3 sharded replicas (--shards=6)",
+		"sharded 1/3           8.0    40 %                80 MiB    40 %                CPU met, memory met",
+		"sharded 2/3 (leader)  12.0   60 %                150 MiB   75 %                CPU NOT MET, memory NOT MET",
+		"sharded 3/3           9.0    45 %                90 MiB    45 %                CPU met, memory met",
+		"all 3 replicas together: 29.0 CPU-s (145 %), 320 MiB peak RSS (160 %)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("shard table lacks %q:\n%s", want, out)
+		}
+	}
+	if got := shardLines(runs[1:]); len(got) != 0 {
+		t.Errorf("without an unsharded run, want no table, got %q", got)
 	}
 }
