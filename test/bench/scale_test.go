@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,13 +29,19 @@ import (
 )
 
 // Scale bench defaults (issue 16 item 6). Duplicated puts every template on every member,
-// so 20 members × 5,000 templates would be 100,000 member objects: its run uses
+// so 30 members × 5,000 templates would be 150,000 member objects: its run uses
 // FLOTILLA_SCALE_DUPLICATED_TEMPLATES, 1,000 by default.
 const (
-	scaleMembers             = 20
+	// scaleMembers is what this 2-core machine holds with room for a run: each idle member
+	// (kube-apiserver and etcd) takes about 225 MiB and 2 % of a core (docs/host-cost.md,
+	// Bigger fleets).
+	scaleMembers             = 30
 	scaleTemplates           = 5000
 	scaleDuplicatedTemplates = 1000
 	scalePlacements          = "Divided,Duplicated"
+	// scaleReplicas runs every placement with one unsharded manager, then with 3 sharded
+	// replicas on the same fleet (issue 41 item 5).
+	scaleReplicas = "1,3"
 	// scaleSampleEvery is how often the member objects are counted for the plot.
 	scaleSampleEvery = 500 * time.Millisecond
 	// scaleProgressEvery is how often a run prints how far it got.
@@ -42,7 +49,7 @@ const (
 )
 
 // BenchmarkScale is the opt-in scale bench (`make bench-scale`, FLOTILLA_BENCH_SCALE=1):
-// FLOTILLA_SCALE_MEMBERS (20) apiserver-only members, the manager binary as a separate
+// FLOTILLA_SCALE_MEMBERS (30) apiserver-only members, the manager binary as a separate
 // process, and for each placement of FLOTILLA_SCALE_PLACEMENTS ("Divided,Duplicated") a run of
 // FLOTILLA_SCALE_TEMPLATES (5,000) Deployments, each with its own PropagationPolicy, created by
 // the 8-way parallel client of BenchmarkPropagation:
@@ -55,8 +62,14 @@ const (
 // Each run waits until every member object exists and every binding is FullyApplied, then
 // deletes the templates and waits until the member objects are gone. It prints one row per
 // run and writes a PNG plot of the member objects over time into FLOTILLA_SCALE_OUT
-// (docs/bench-scale/ of the repository). FLOTILLA_SCALE_REPLICAS is the number of manager
-// replicas (1); more than one are leader-elected and sharded into twice as many shards.
+// (docs/bench-scale/ of the repository). FLOTILLA_SCALE_REPLICAS ("1,3") are the numbers of
+// manager replicas the runs are repeated with on the same fleet; more than one are
+// leader-elected and sharded into twice as many shards.
+//
+// It also prints what the manager costs per joined member (members are joined a third at a
+// time, the manager's idle memory and CPU measured after each third: scaleFleet), with the
+// line through those samples projected to 100 and 1,000 members, and each sharded replica's
+// CPU-seconds and peak RSS as a share of the unsharded manager's (shardLines).
 func BenchmarkScale(b *testing.B) {
 	if os.Getenv("FLOTILLA_BENCH_SCALE") != "1" {
 		b.Skip("opt-in: make bench-scale (FLOTILLA_BENCH_SCALE=1)")
@@ -65,12 +78,13 @@ func BenchmarkScale(b *testing.B) {
 	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Hour+30*time.Minute) // inside make bench-scale's 600m
 	defer cancel()
 
-	fmt.Printf("\nscale bench: a host and %d apiserver-only members, %d manager replica(s); load average %s\n", cfg.members, cfg.replicas, loadAverage())
+	fmt.Printf("\nscale bench: a host and %d apiserver-only members, manager replicas %v; load average %s\n", cfg.members, cfg.counts, loadAverage())
 	fleetStart := time.Now()
-	env, mgrs, names := joinedFleetReplicas(ctx, b, cfg.members, cfg.replicas)
+	cfg.replicas, firstReplicas = cfg.counts[0], cfg.counts[0]
+	env, mgrs, names, idle := scaleFleet(ctx, b, cfg.members, cfg.replicas)
 	fmt.Printf("fleet started and %d members joined and Ready in %s\n", len(names), time.Since(fleetStart).Round(time.Second))
 	if err := env.Host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace,
 		Labels: map[string]string{wellknown.PropagationLabel: wellknown.PropagationEnabled}}}); err != nil {
@@ -83,13 +97,27 @@ func BenchmarkScale(b *testing.B) {
 	rows := [][]string{{"placement", "members × templates", "manager replicas", "member objects",
 		"all member objects", "all FullyApplied", "member objects/s", "create → last member object p50 / p99",
 		"create → FullyApplied p50 / p99", "host requests / template", "manager peak RSS", "heap after GC peak (largest replica) / end (all)",
-		"delete → member objects gone", "load average (start → end)"}}
+		"delete → member objects gone", "manager CPU-s (largest replica / all)", "load average (start → end)"}}
 	var details []string
-	for _, p := range cfg.placements {
-		r := s.run(ctx, b, p)
-		printColumns([][]string{rows[0], r.row}) // now, in case a later run does not finish
-		rows = append(rows, r.row)
-		details = append(details, r.details...)
+	var costs []runCost
+	for i, n := range cfg.counts {
+		if i > 0 {
+			// The same fleet, other managers: the last ones stop, the next ones start and
+			// find every member joined.
+			fmt.Printf("restarting the manager as %d replica(s)\n", n)
+			s.mgrs.stop()
+			s.mgrs, s.replicas = managers(startManagers(ctx, b, env, n)), n
+			b.Cleanup(s.mgrs.stop)
+			s.mgrs.waitServing(ctx, b, 2*n)
+			waitMembersReady(ctx, b, env, names)
+		}
+		for _, p := range cfg.placements {
+			r := s.run(ctx, b, p)
+			printColumns([][]string{rows[0], r.row}) // now, in case a later run does not finish
+			rows = append(rows, r.row)
+			details = append(details, r.details...)
+			costs = append(costs, r.cost)
+		}
 	}
 	b.StopTimer()
 
@@ -103,21 +131,42 @@ func BenchmarkScale(b *testing.B) {
 	for _, d := range details {
 		fmt.Println(d)
 	}
+	for _, l := range perMemberLines(idle, costs) {
+		fmt.Println(l)
+	}
+	for _, l := range shardLines(costs) {
+		fmt.Println(l)
+	}
+	if !slices.Contains(cfg.counts, 1) || !slices.ContainsFunc(cfg.counts, func(n int) bool { return n > 1 }) {
+		fmt.Println("\nsharded replicas against one unsharded manager (issue 41 item 5): not measured; FLOTILLA_SCALE_REPLICAS=1,3 runs both on the same fleet")
+	}
 }
 
 type scaleConfig struct {
-	members, templates, duplicatedTemplates, replicas int
-	placements                                        []string
-	out                                               string
+	members, templates, duplicatedTemplates int
+	// counts are the manager replica counts the runs are repeated with; replicas is the
+	// current one.
+	counts     []int
+	replicas   int
+	placements []string
+	out        string
 }
 
 func scaleConfigFromEnv(b *testing.B) scaleConfig {
 	c := scaleConfig{
 		members:   envInt(b, "FLOTILLA_SCALE_MEMBERS", scaleMembers),
 		templates: envInt(b, "FLOTILLA_SCALE_TEMPLATES", scaleTemplates),
-		replicas:  envInt(b, "FLOTILLA_SCALE_REPLICAS", 1),
 		out:       os.Getenv("FLOTILLA_SCALE_OUT"),
 	}
+	rs := os.Getenv("FLOTILLA_SCALE_REPLICAS")
+	if rs == "" {
+		rs = scaleReplicas
+	}
+	counts, err := parseReplicas(rs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.counts = counts
 	c.duplicatedTemplates = envInt(b, "FLOTILLA_SCALE_DUPLICATED_TEMPLATES", min(c.templates, scaleDuplicatedTemplates))
 	if c.out == "" {
 		c.out = filepath.Join(framework.RepoRoot(), "docs", "bench-scale")
@@ -173,6 +222,7 @@ type scaleSetup struct {
 type scaleResult struct {
 	row     []string
 	details []string
+	cost    runCost
 }
 
 // run creates one placement's templates, waits for their member objects and bindings,
@@ -183,7 +233,12 @@ func (s *scaleSetup) run(ctx context.Context, b *testing.B, placementType string
 	if placementType == "Duplicated" {
 		templates, perTemplate, placement = s.duplicatedTemplates, len(s.names), duplicatedPlacement(s.names)
 	}
-	prefix := strings.ToLower(placementType)[:3] + "-"
+	// Each replica count's templates have names of their own: the watcher keeps what it saw
+	// of earlier runs' templates.
+	prefix, metric := strings.ToLower(placementType)[:3]+"-", strings.ToLower(placementType)
+	if s.replicas > 1 {
+		prefix, metric = fmt.Sprintf("%s%d-", prefix[:3], s.replicas), fmt.Sprintf("%s-r%d", metric, s.replicas)
+	}
 	name := func(i int) string { return fmt.Sprintf("%s%d", prefix, i) }
 	objects := templates * perTemplate
 	fmt.Printf("%s: %d templates onto %d members (%d member objects); load average %s\n", placementType, templates, len(s.names), objects, loadAverage())
@@ -194,6 +249,7 @@ func (s *scaleSetup) run(ctx context.Context, b *testing.B, placementType string
 		peakNote = " (since start)"
 	}
 	before := s.mgrs.scrape(b)
+	cpuBefore := s.mgrs.cpu()
 	var heaps []*heapSampler
 	for _, m := range s.mgrs {
 		heaps = append(heaps, m.sampleHeap(ctx, b))
@@ -224,6 +280,10 @@ func (s *scaleSetup) run(ctx context.Context, b *testing.B, placementType string
 	waitEvery(ctx, b, placementType+": member objects deleted", 50*time.Millisecond, func() bool { return s.watch.remaining(prefix) == 0 })
 	deleted := time.Since(delStart)
 	afterDelete := s.mgrs.scrape(b)
+	cost := runCost{placement: placementType, replicas: s.replicas, members: len(s.names), objects: objects, cpu: s.mgrs.cpu(), peakKiB: s.mgrs.peaks(), leader: s.mgrs.leader()}
+	for i := range cost.cpu {
+		cost.cpu[i] -= cpuBefore[i]
+	}
 	series := samples.stop()
 	// Heap after GC: the largest replica's peak, and the replicas' last values summed.
 	var heapPeak, heapLast float64
@@ -252,16 +312,17 @@ func (s *scaleSetup) run(ctx context.Context, b *testing.B, placementType string
 		fmt.Sprintf("%.1f", float64(objects)/allObjects.Seconds()), q50(toObjects), q50(toFully),
 		fmt.Sprintf("%.1f", perTemplateReqs), rssCell(largestRSS, sumRSS, len(s.mgrs), peakNote),
 		fmt.Sprintf("%.0f / %.0f MiB", heapPeak/(1<<20), heapLast/(1<<20)), deleted.Round(10 * time.Millisecond).String(),
-		loadStart + " → " + loadEnd}
+		cpuCell(cost.cpu), loadStart + " → " + loadEnd}
 	details := []string{fmt.Sprintf("\n%s: plot %s", placementType, file),
 		fmt.Sprintf("%s: host requests per template by controller and verb (create → FullyApplied, %.1f):", placementType, perTemplateReqs)}
 	details = append(details, reqLines...)
 	details = append(details, fmt.Sprintf("%s: host requests per template by controller and verb (deletion, %.1f):", placementType, delPerTemplate))
 	details = append(details, delLines...)
 	fmt.Printf("%s: done, all member objects in %s, deleted in %s; plot %s\n", placementType, allObjects.Round(time.Second), deleted.Round(time.Second), file)
-	b.ReportMetric(float64(objects)/allObjects.Seconds(), strings.ToLower(placementType)+"-objects/s")
-	b.ReportMetric(perTemplateReqs, strings.ToLower(placementType)+"-host-req/template")
-	return scaleResult{row: row, details: details}
+	b.ReportMetric(float64(objects)/allObjects.Seconds(), metric+"-objects/s")
+	b.ReportMetric(perTemplateReqs, metric+"-host-req/template")
+	b.ReportMetric(sum(cost.cpu), metric+"-cpu-s")
+	return scaleResult{row: row, details: details, cost: cost}
 }
 
 // cleanUp deletes the run's policies and waits (untimed, up to 2 minutes) until its bindings
