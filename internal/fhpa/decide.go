@@ -9,6 +9,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	autoscalingv1alpha1 "github.com/flotilla-io/flotilla/api/autoscaling/v1alpha1"
@@ -199,4 +200,45 @@ func aboveTarget(metrics []autoscalingv2.MetricSpec, results []MetricResult) str
 		return "above target"
 	}
 	return MetricSpecName(metrics[at]) + " " + kindOf(metrics[at]) + " above target"
+}
+
+// Active is the FederatedHPA whose desired replicas a template's binding takes.
+type Active struct {
+	Name     string
+	Replicas int32
+}
+
+// Select returns, of the FederatedHPAs of a namespace, the one that scales the template (gk,
+// name), nil when none has decided yet: a FederatedHPA with no desiredReplicas (not computed
+// yet, or scaling disabled by a template at 0 replicas) has no say. Two on one template:
+// the first by name (Kubernetes refuses to run two HPAs on one target).
+func Select(items []autoscalingv1alpha1.FederatedHPA, gk schema.GroupKind, name string) *Active {
+	var best *Active
+	for i := range items {
+		h := &items[i]
+		gv, err := schema.ParseGroupVersion(h.Spec.ScaleTargetRef.APIVersion)
+		if err != nil || gv.WithKind(h.Spec.ScaleTargetRef.Kind).GroupKind() != gk || h.Spec.ScaleTargetRef.Name != name || h.DeletionTimestamp != nil {
+			continue
+		}
+		if h.Status.DesiredReplicas <= 0 {
+			continue
+		}
+		if best == nil || h.Name < best.Name {
+			best = &Active{Name: h.Name, Replicas: h.Status.DesiredReplicas}
+		}
+	}
+	return best
+}
+
+// Applies reports whether the FederatedHPA's replicas apply to a template asking for
+// templateReplicas: always, unless the template asks for 0 (which disables autoscaling, as
+// for a HorizontalPodAutoscaler).
+func (a *Active) Applies(templateReplicas int32) bool { return a != nil && templateReplicas > 0 }
+
+// Marker describes a, for the binding's annotation; "" for nil.
+func (a *Active) Marker() string {
+	if a == nil {
+		return ""
+	}
+	return fmt.Sprintf("FederatedHPA %s: %d replicas", a.Name, a.Replicas)
 }

@@ -334,4 +334,3 @@ func MetricSpecName(m autoscalingv2.MetricSpec) string {
 	}
 	return string(m.Type)
 }
-
