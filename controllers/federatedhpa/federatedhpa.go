@@ -139,9 +139,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	// The binding has not taken the last decision yet (the detector applies it): wait for it,
 	// else the next run would see the old replicas and undo the scale.
+	// A binding that never takes it (a multi-component workload, whose replicas Flotilla does
+	// not divide) is reported, and nothing is computed from its stale replicas.
 	if s := h.Status; s.DesiredReplicas != s.CurrentReplicas && tgt.replicas == s.CurrentReplicas && s.DesiredReplicas > 0 &&
-		s.LastScaleTime != nil && now.Sub(s.LastScaleTime.Time) < 2*period {
-		return ctrl.Result{RequeueAfter: bindingPoll}, nil
+		s.LastScaleTime != nil && s.ObservedGeneration != nil && *s.ObservedGeneration == h.Generation {
+		if now.Sub(s.LastScaleTime.Time) < 2*period {
+			return ctrl.Result{RequeueAfter: bindingPoll}, nil
+		}
+		err := &errTarget{"BindingNotUpdated", fmt.Sprintf("the binding %s still runs %d replicas, not the %d decided at %s",
+			detector.BindingName(h.Spec.ScaleTargetRef.Kind, h.Spec.ScaleTargetRef.Name), tgt.replicas, s.DesiredReplicas, s.LastScaleTime.UTC().Format(time.RFC3339))}
+		return ctrl.Result{RequeueAfter: period}, r.report(ctx, h, r.targetFailure(h, err, now), nil)
 	}
 
 	// Collect: a new round when the last one was used a period ago (or the target moved).
@@ -400,9 +407,9 @@ func (r *Reconciler) report(ctx context.Context, h *autoscalingv1alpha1.Federate
 	if equality.Semantic.DeepEqual(h.Status, s) {
 		return nil
 	}
-	before := h.DeepCopy()
+	// The whole status (an update, not a merge patch): desiredReplicas is required even at 0.
 	h.Status = s
-	err := r.Client.Status().Patch(ctx, h, client.MergeFrom(before))
+	err := r.Client.Status().Update(ctx, h)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
