@@ -127,6 +127,7 @@ type Cluster struct {
 	detach       bool
 	nodes        []NodeSpec
 	files        pkiFiles
+	metrics      *metricsServer // full clusters: the metrics.k8s.io stand-in (metrics.go)
 	removeDir    bool // Dir is temporary
 	log          *logger
 	readyzClient *http.Client
@@ -271,6 +272,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.run(ctx, c.etcdComponent(), onConflict); err != nil {
 		return err
 	}
+	if c.Full {
+		if err := ensureFrontProxy(c.files); err != nil {
+			return fmt.Errorf("front-proxy client certificate: %w", err)
+		}
+	}
 	if err := c.run(ctx, c.apiServerComponent(), onConflict); err != nil {
 		return err
 	}
@@ -279,7 +285,10 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	switch {
 	case c.Full:
-		return c.startWorkloadPlane(ctx)
+		if err := c.startWorkloadPlane(ctx); err != nil {
+			return err
+		}
+		return c.startMetrics(ctx)
 	case c.ControllerManager:
 		return c.startControllerManager(ctx)
 	}
@@ -491,6 +500,9 @@ func (c *Cluster) apiServerComponent() component {
 				"--allow-privileged=true",
 				"--profiling=false",
 			}
+			if c.Full {
+				args = append(args, c.aggregationArgs()...)
+			}
 			return procSpec{
 				name:     binAPIServer,
 				path:     c.binary(binAPIServer),
@@ -696,6 +708,7 @@ func (c *Cluster) Stop() error {
 	c.mu.Unlock()
 
 	began := time.Now()
+	c.stopMetrics()
 	err := stopAll(slices.Collect(maps.Values(procs)))
 	if err == nil {
 		c.cleanupDir()
