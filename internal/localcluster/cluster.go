@@ -128,7 +128,7 @@ type Cluster struct {
 	nodes        []NodeSpec
 	files        pkiFiles
 	metrics      *metricsServer // full clusters: the metrics.k8s.io stand-in (metrics.go)
-	removeDir    bool // Dir is temporary
+	removeDir    bool           // Dir is temporary
 	log          *logger
 	readyzClient *http.Client
 

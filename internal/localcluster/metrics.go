@@ -383,7 +383,10 @@ func (h *metricsHandler) compute(ctx context.Context, ns string, sel labels.Sele
 		rules = usages.Items
 	}
 	now := h.now()
-	window := metav1.Duration{Duration: 15 * time.Second}
+	// The usage is what the objects declare now, not an average: a short window, so that a
+	// pod's first metrics count soon after it is Ready (the HPA distrusts CPU metrics whose
+	// window began before readiness).
+	window := metav1.Duration{Duration: time.Second}
 	var out []metricsv1beta1.PodMetrics
 	byNode := map[string]corev1.ResourceList{}
 	for i := range list.Items {
@@ -490,4 +493,3 @@ func writeStatus(w http.ResponseWriter, err *apierrors.StatusError) {
 	w.WriteHeader(int(st.Code))
 	_ = json.NewEncoder(w).Encode(st)
 }
-
