@@ -100,7 +100,8 @@ func (r *Reconciler) now() time.Time {
 }
 
 // refuse returns the Ready condition of a target Flotilla does not act on: a FederatedHPA
-// (not served yet), or a malformed reference.
+// (setting its bounds is not supported yet: Flotilla never writes a user's FederatedHPA
+// spec), or a malformed reference.
 func refuse(c *autoscalingv1alpha1.CronFederatedHPA) (metav1.Condition, bool) {
 	cond := metav1.Condition{Type: autoscalingv1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: c.Generation}
 	gvk, err := cronfhpa.Target(c)
@@ -109,7 +110,7 @@ func refuse(c *autoscalingv1alpha1.CronFederatedHPA) (metav1.Condition, bool) {
 		cond.Reason, cond.Message = "InvalidTarget", err.Error()
 	case gvk.GroupKind() == cronfhpa.FederatedHPA:
 		cond.Reason = "TargetNotSupported"
-		cond.Message = fmt.Sprintf("spec.scaleTargetRef: FederatedHPA %s: Flotilla does not serve FederatedHPAs yet, so it cannot set their minReplicas/maxReplicas; no rule fires", c.Spec.ScaleTargetRef.Name)
+		cond.Message = fmt.Sprintf("spec.scaleTargetRef: FederatedHPA %s: a CronFederatedHPA cannot set a FederatedHPA's minReplicas/maxReplicas yet (Flotilla never writes the FederatedHPA's spec); target the workload with targetReplicas instead; no rule fires", c.Spec.ScaleTargetRef.Name)
 	case gvk.Group == autoscalingv1alpha1.GroupVersion.Group:
 		cond.Reason = "TargetNotSupported"
 		cond.Message = fmt.Sprintf("spec.scaleTargetRef: %s is not a kind a CronFederatedHPA can scale; no rule fires", gvk.Kind)
