@@ -238,3 +238,27 @@ func TestDecide(t *testing.T) {
 		}
 	})
 }
+
+// FuzzReplicas: any usage, request, current count and target give a count >= 0 or an error,
+// never a panic; a ratio within the tolerance keeps the current count.
+func FuzzReplicas(f *testing.F) {
+	f.Add(int64(100), int64(100), int32(2), int32(50), uint8(2))
+	f.Add(int64(0), int64(0), int32(1), int32(1), uint8(1))
+	f.Add(int64(1), int64(1<<40), int32(1000), int32(100), uint8(5))
+	f.Fuzz(func(t *testing.T, req, use int64, current, target int32, n uint8) {
+		if req < 0 || use < 0 || current < 0 || target <= 0 || req > 1<<40 || use > 1<<40 {
+			return
+		}
+		var pods []Pod
+		for i := range int(n % 20) {
+			pods = append(pods, pod("m", fmt.Sprint(i), req, use))
+		}
+		rec, err := Replicas(cpuUtil(target), current, pods, tol, now)
+		if err != nil {
+			return
+		}
+		if rec.Replicas < 0 {
+			t.Fatalf("negative replicas %d", rec.Replicas)
+		}
+	})
+}

@@ -263,7 +263,7 @@ func scaleUpLimit(st *State, r autoscalingv2.HPAScalingRules, current int32, now
 		if p.Type == autoscalingv2.PodsScalingPolicy {
 			proposed = start + p.Value
 		} else {
-			proposed = int32(math.Ceil(float64(start) * (1 + float64(p.Value)/100)))
+			proposed = ceil32(float64(start) * (1 + float64(p.Value)/100))
 		}
 		result = pick(result, proposed)
 	}

@@ -218,6 +218,15 @@ func Replicas(m autoscalingv2.MetricSpec, current int32, pods []Pod, tol Toleran
 		}
 	}
 	readyCount := len(ready)
+	if t.utilization != nil {
+		var total int64
+		for k := range ready {
+			total += requests[k]
+		}
+		if total == 0 {
+			return Recommendation{}, fmt.Errorf("the pods of the target request no %s: a Utilization target needs requests", t.name)
+		}
+	}
 	ratio, util, avg := t.ratio(ready, requests)
 	rec := Recommendation{ReadyPods: readyCount, AverageValue: *resource.NewMilliQuantity(avg, resource.DecimalSI)}
 	if t.utilization != nil {
@@ -229,7 +238,7 @@ func Replicas(m autoscalingv2.MetricSpec, current int32, pods []Pod, tol Toleran
 			rec.Replicas = current
 			return rec, nil
 		}
-		rec.Replicas = int32(math.Ceil(ratio * float64(readyCount)))
+		rec.Replicas = ceil32(ratio * float64(readyCount))
 		return rec, nil
 	}
 	// Assume the pods without metrics use the target's edge, in the direction that damps the
@@ -259,12 +268,25 @@ func Replicas(m autoscalingv2.MetricSpec, current int32, pods []Pod, tol Toleran
 		rec.Replicas = current
 		return rec, nil
 	}
-	n := int32(math.Ceil(newRatio * float64(len(values))))
+	n := ceil32(newRatio * float64(len(values)))
 	if (newRatio < 1 && n > current) || (newRatio > 1 && n < current) {
 		n = current
 	}
 	rec.Replicas = n
 	return rec, nil
+}
+
+// ceil32 rounds up, saturating at the int32 bounds (a huge usage ratio must not wrap to a
+// negative count, which would read as a scale down).
+func ceil32(f float64) int32 {
+	c := math.Ceil(f)
+	switch {
+	case math.IsNaN(c) || c < 0:
+		return 0
+	case c > math.MaxInt32:
+		return math.MaxInt32
+	}
+	return int32(c)
 }
 
 // ErrNotSupported marks metric types Flotilla does not act on.
