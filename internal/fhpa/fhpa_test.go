@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	"k8s.io/utils/ptr"
 
@@ -261,4 +262,30 @@ func FuzzReplicas(f *testing.F) {
 			t.Fatalf("negative replicas %d", rec.Replicas)
 		}
 	})
+}
+
+func TestSelect(t *testing.T) {
+	gk := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	h := func(name, target string, desired int32, deleting bool) autoscalingv1alpha1.FederatedHPA {
+		o := autoscalingv1alpha1.FederatedHPA{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec()}
+		o.Spec.ScaleTargetRef.Name = target
+		o.Status.DesiredReplicas = desired
+		if deleting {
+			o.DeletionTimestamp = &metav1.Time{Time: now}
+		}
+		return o
+	}
+	if a := Select([]autoscalingv1alpha1.FederatedHPA{h("b", "web", 4, false), h("a", "web", 0, false), h("c", "other", 9, false), h("d", "web", 7, true)}, gk, "web"); a == nil || a.Name != "b" || a.Replicas != 4 {
+		t.Fatalf("%+v", a)
+	}
+	if a := Select([]autoscalingv1alpha1.FederatedHPA{h("b", "web", 4, false), h("a", "web", 3, false)}, gk, "web"); a.Name != "a" {
+		t.Fatalf("first by name: %+v", a)
+	}
+	if a := Select(nil, gk, "web"); a != nil || a.Marker() != "" || a.Applies(3) {
+		t.Fatal("none")
+	}
+	a := &Active{Name: "web", Replicas: 5}
+	if !a.Applies(1) || a.Applies(0) || a.Marker() != "FederatedHPA web: 5 replicas" {
+		t.Fatalf("%+v", a)
+	}
 }
