@@ -288,6 +288,12 @@ func (c *Cluster) start(ctx context.Context) error {
 		if err := c.startWorkloadPlane(ctx); err != nil {
 			return err
 		}
+		if c.detach {
+			// The stand-in lives in this process, which a detached fleet outlives: an
+			// APIService pointing at nothing would break the member's discovery (and with it
+			// namespace deletion), so a detached fleet serves no metrics.k8s.io.
+			return unregisterMetrics(ctx, c.RESTConfig())
+		}
 		return c.startMetrics(ctx)
 	case c.ControllerManager:
 		return c.startControllerManager(ctx)

@@ -16,6 +16,9 @@ package localcluster
 // (usage.cpu.value: "200m"). Only "value" is read, not kwok's CEL "expression". A pod no
 // object selects uses nothing. A Node's usage is the sum of its running pods'.
 //
+// A detached fleet (`fleet up`, `make demo`) outlives the process that started it, so it
+// serves no metrics.k8s.io (the APIService is removed).
+//
 // kube-apiserver reaches 127.0.0.1 only through a Service of type ExternalName (localhost):
 // Endpoints refuse loopback addresses and there is no kube-proxy.
 
@@ -265,6 +268,23 @@ func registerMetrics(ctx context.Context, cfg *rest.Config, cs kubernetes.Interf
 	}
 	_, err = dyn.Resource(gvr).Create(ctx, obj, metav1.CreateOptions{})
 	return err
+}
+
+// unregisterMetrics deletes the metrics APIService a fleet that owned its stand-in left.
+func unregisterMetrics(ctx context.Context, cfg *rest.Config) error {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	gvr := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+	cur, err := dyn.Resource(gvr).Get(ctx, "v1beta1.metrics.k8s.io", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && cur.GetLabels()["app.kubernetes.io/managed-by"] != "flotilla-localcluster") {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(dyn.Resource(gvr).Delete(ctx, cur.GetName(), metav1.DeleteOptions{}))
 }
 
 // metricsHandler serves metrics.k8s.io/v1beta1.
