@@ -373,7 +373,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	}
 	// FederatedHPAs compute replicas from the members' metrics; the detector gives them to
 	// their targets' bindings (leader only; member reads on the members' queues).
-	if err := (&federatedhpa.Reconciler{Members: members, SyncPeriod: o.FederatedHPASyncPeriod}).SetupWithManager(mgr); err != nil {
+	if err := (&federatedhpa.Reconciler{Members: members, SyncPeriod: o.FederatedHPASyncPeriod,
+		MemberWorkTimeout: o.MemberWorkTimeout}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if err := (&federatedresourcequota.Reconciler{

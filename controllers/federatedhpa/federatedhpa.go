@@ -83,6 +83,8 @@ type Reconciler struct {
 	SyncPeriod time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// MemberWorkTimeout bounds one member read (memberqueue.DefaultTimeout when zero).
+	MemberWorkTimeout time.Duration
 
 	queues *memberqueue.Queues[types.NamespacedName]
 	wake   chan event.GenericEvent
@@ -432,6 +434,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Recorder = mgr.GetEventRecorder(ControllerName)
 	}
 	r.queues = memberqueue.New("federatedhpa", 2, r.process)
+	r.queues.Timeout = r.MemberWorkTimeout
 	if r.Members != nil {
 		r.Members.OnRemove(r.queues.Remove)
 	}
