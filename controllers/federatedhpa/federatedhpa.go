@@ -114,6 +114,7 @@ type sample struct {
 // +kubebuilder:rbac:groups=autoscaling.karmada.io,resources=federatedhpas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=autoscaling.karmada.io,resources=federatedhpas/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings,verbs=get;list;watch
+// +kubebuilder:rbac:groups=autoscaling.karmada.io,resources=cronfederatedhpas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile computes one FederatedHPA when its sync period is due and its members have
@@ -165,6 +166,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Decide and report once per round.
 	st, _ := r.states.LoadOrStore(req.NamespacedName, &fhpa.State{})
 	in := rd.input(h, tgt.replicas, now, period)
+	crons := &autoscalingv1alpha1.CronFederatedHPAList{}
+	if err := r.Client.List(ctx, crons, client.InNamespace(h.Namespace)); err != nil && !meta.IsNoMatchError(err) {
+		return ctrl.Result{}, err
+	}
+	in.Bounds = fhpa.EffectiveBounds(h.Spec, h.Name, crons.Items)
 	d := fhpa.Decide(in, st, now)
 	rd.close(now)
 	if err := r.report(ctx, h, d.Status, d.Events); err != nil {

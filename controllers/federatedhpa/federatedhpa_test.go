@@ -127,6 +127,35 @@ var _ = Describe("FederatedHPA", func() {
 		}).Should(Succeed())
 	})
 
+	It("takes the bounds a CronFederatedHPA targeting it last set, from its status, never writing its own spec", func(ctx SpecContext) {
+		ns := "fhpa-cronbounds"
+		// At the target until the CronFederatedHPA has fired: nothing to scale.
+		collector.set("m1", pods("m1", ns, 1, 50), nil)
+		collector.set("m2", pods("m2", ns, 1, 50), nil)
+		h := setup(ctx, ns, 2)
+		c := &autoscalingv1alpha1.CronFederatedHPA{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cap"},
+			Spec: autoscalingv1alpha1.CronFederatedHPASpec{
+				ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "autoscaling.karmada.io/v1alpha1", Kind: "FederatedHPA", Name: "web"},
+				Rules:          []autoscalingv1alpha1.CronFederatedHPARule{{Name: "cap", Schedule: "0 8 * * *", TargetMaxReplicas: ptr.To[int32](3)}}}}
+		Expect(env.Host.Create(ctx, c)).To(Succeed())
+		// As the CronFederatedHPA controller records an execution (it does not run here).
+		ts := metav1.Now()
+		c.Status.ExecutionHistories = []autoscalingv1alpha1.ExecutionHistory{{RuleName: "cap",
+			SuccessfulExecutions: []autoscalingv1alpha1.SuccessfulExecution{{ScheduleTime: &ts, ExecutionTime: &ts, AppliedMaxReplicas: ptr.To[int32](3)}}}}
+		Expect(env.Host.Status().Update(ctx, c)).To(Succeed())
+		collector.set("m1", pods("m1", ns, 1, 100), nil)
+		collector.set("m2", pods("m2", ns, 1, 100), nil)
+		Eventually(func(g Gomega) {
+			s := status(ctx, g, h)
+			g.Expect(s.DesiredReplicas).To(Equal(int32(3)), "4 asked, capped at the fired maxReplicas")
+			g.Expect(condition(s, autoscalingv2.ScalingActive).Message).To(ContainSubstring("maxReplicas 3 from CronFederatedHPA cap rule cap"))
+			g.Expect(condition(s, autoscalingv2.ScalingLimited).Reason).To(Equal("TooManyReplicas"))
+		}).Should(Succeed())
+		cur := &autoscalingv1alpha1.FederatedHPA{}
+		Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(h), cur)).To(Succeed())
+		Expect(cur.Spec.MaxReplicas).To(BeEquivalentTo(10), "the FederatedHPA's spec is never written")
+	})
+
 	It("reports a target it cannot read", func(ctx SpecContext) {
 		ns := "fhpa-notarget"
 		Expect(env.Host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())

@@ -28,6 +28,9 @@ type Input struct {
 	Previous autoscalingv2.HorizontalPodAutoscalerStatus
 	// Generation of the FederatedHPA.
 	Generation int64
+	// Bounds override the spec's minReplicas and maxReplicas when Note is set
+	// (EffectiveBounds: CronFederatedHPAs targeting the FederatedHPA).
+	Bounds Bounds
 }
 
 // Event is an event to record on the FederatedHPA.
@@ -49,6 +52,9 @@ type Decision struct {
 func Decide(in Input, st *State, now time.Time) Decision {
 	minR := ptr.Deref(in.Spec.MinReplicas, 1)
 	maxR := in.Spec.MaxReplicas
+	if in.Bounds.Note != "" {
+		minR, maxR = in.Bounds.Min, in.Bounds.Max
+	}
 	d := Decision{Status: autoscalingv2.HorizontalPodAutoscalerStatus{
 		ObservedGeneration: ptr.To(in.Generation), CurrentReplicas: in.Current, DesiredReplicas: in.Current,
 		LastScaleTime: in.Previous.LastScaleTime, CurrentMetrics: in.Previous.CurrentMetrics,
@@ -117,6 +123,9 @@ func Decide(in Input, st *State, now time.Time) Decision {
 		msg := "the FederatedHPA was able to successfully calculate a replica count from " + names(metrics, results)
 		if unsupported != "" {
 			msg += "; not acted on: " + unsupported
+		}
+		if in.Bounds.Note != "" {
+			msg += "; bounds: " + in.Bounds.Note
 		}
 		set(autoscalingv2.ScalingActive, corev1.ConditionTrue, ReasonValidMetricFound, msg)
 		o := Normalize(st, up, down, minR, maxR, in.Current, rec, now)

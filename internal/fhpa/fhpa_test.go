@@ -289,3 +289,29 @@ func TestSelect(t *testing.T) {
 		t.Fatalf("%+v", a)
 	}
 }
+
+func TestEffectiveBounds(t *testing.T) {
+	at := func(min, max *int32, minutes int) autoscalingv1alpha1.SuccessfulExecution {
+		ts := &metav1.Time{Time: now.Add(time.Duration(minutes) * time.Minute)}
+		return autoscalingv1alpha1.SuccessfulExecution{ScheduleTime: ts, ExecutionTime: ts, AppliedMinReplicas: min, AppliedMaxReplicas: max}
+	}
+	cron := func(name, target string, hist ...autoscalingv1alpha1.ExecutionHistory) autoscalingv1alpha1.CronFederatedHPA {
+		c := autoscalingv1alpha1.CronFederatedHPA{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		c.Spec.ScaleTargetRef = autoscalingv2.CrossVersionObjectReference{APIVersion: "autoscaling.karmada.io/v1alpha1", Kind: "FederatedHPA", Name: target}
+		c.Status.ExecutionHistories = hist
+		return c
+	}
+	s := spec() // 1..10
+	if b := EffectiveBounds(s, "web", nil); b != (Bounds{Min: 1, Max: 10}) {
+		t.Fatalf("spec's: %+v", b)
+	}
+	crons := []autoscalingv1alpha1.CronFederatedHPA{
+		cron("night", "web", autoscalingv1alpha1.ExecutionHistory{RuleName: "down", SuccessfulExecutions: []autoscalingv1alpha1.SuccessfulExecution{at(nil, ptr.To[int32](3), 2)}}),
+		cron("day", "web", autoscalingv1alpha1.ExecutionHistory{RuleName: "up", SuccessfulExecutions: []autoscalingv1alpha1.SuccessfulExecution{at(ptr.To[int32](5), ptr.To[int32](8), 1)}}),
+		cron("other", "api", autoscalingv1alpha1.ExecutionHistory{RuleName: "up", SuccessfulExecutions: []autoscalingv1alpha1.SuccessfulExecution{at(ptr.To[int32](9), nil, 3)}}),
+	}
+	b := EffectiveBounds(s, "web", crons)
+	if b.Min != 3 || b.Max != 3 || !contains(b.Note, "maxReplicas 3 from CronFederatedHPA night rule down") || !contains(b.Note, "minReplicas lowered") {
+		t.Fatalf("newest max (3) wins over the older rule's 8, min 5 lowered to it: %+v", b)
+	}
+}
