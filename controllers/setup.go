@@ -27,6 +27,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/failover"
+	"github.com/flotilla-io/flotilla/controllers/federatedhpa"
 	"github.com/flotilla-io/flotilla/controllers/federatedresourcequota"
 	mcscontroller "github.com/flotilla-io/flotilla/controllers/mcs"
 	"github.com/flotilla-io/flotilla/controllers/namespace"
@@ -68,6 +69,9 @@ type Options struct {
 	ProbeInterval time.Duration
 	// StatusInterval is how often a member's version, APIs and capacity are collected.
 	StatusInterval time.Duration
+	// FederatedHPASyncPeriod is how often each FederatedHPA reads its members' metrics and
+	// computes its replicas.
+	FederatedHPASyncPeriod time.Duration
 	// FailureThreshold is how many failed probes in a row make a member NotReady.
 	FailureThreshold int
 	// EnableEmptyWorkloadPropagation keeps clusters that were divided 0 replicas.
@@ -138,7 +142,8 @@ type Sharding struct {
 
 // DefaultOptions are the defaults of the manager's flags.
 var DefaultOptions = Options{Failover: failover.DefaultOptions, Workers: 8, MemberQPS: 100, MemberBurst: 200, FailureThreshold: 3, MemberWorkers: memberqueue.DefaultWorkers, MemberWorkTimeout: memberqueue.DefaultTimeout,
-	ProbeInterval: cluster.DefaultProbeInterval, StatusInterval: cluster.DefaultStatusInterval}
+	ProbeInterval: cluster.DefaultProbeInterval, StatusInterval: cluster.DefaultStatusInterval,
+	FederatedHPASyncPeriod: federatedhpa.DefaultSyncPeriod}
 
 func (o *Options) defaults() {
 	d := DefaultOptions
@@ -364,6 +369,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 	// execution controller applies them) and aggregate the members' usage; leader only.
 	// CronFederatedHPAs set fleet replicas the detector gives their targets' bindings.
 	if err := (&cronfederatedhpa.Reconciler{Interpreter: interp}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	// FederatedHPAs compute replicas from the members' metrics; the detector gives them to
+	// their targets' bindings (leader only; member reads on the members' queues).
+	if err := (&federatedhpa.Reconciler{Members: members, SyncPeriod: o.FederatedHPASyncPeriod,
+		MemberWorkTimeout: o.MemberWorkTimeout}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if err := (&federatedresourcequota.Reconciler{

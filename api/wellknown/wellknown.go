@@ -298,6 +298,13 @@ const (
 	// CronScaleAnnotation, on a ResourceBinding, names the CronFederatedHPA whose replicas the
 	// binding takes, the rule, when it fired and the replicas (internal/cronfhpa.Active.Marker).
 	CronScaleAnnotation = "autoscaling.flotilla.io/cron-scale"
+
+	// FederatedHPAAnnotation, on a ResourceBinding, names the FederatedHPA whose desired
+	// replicas the binding takes (internal/fhpa.Active.Marker).
+	FederatedHPAAnnotation = "autoscaling.flotilla.io/federated-hpa"
+
+	// FederatedHPA events (the HorizontalPodAutoscaler controller's reasons).
+	EventReasonSuccessfulRescale = "SuccessfulRescale"
 )
 
 // Messages users search for.

@@ -99,18 +99,15 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// refuse returns the Ready condition of a target Flotilla does not act on: a FederatedHPA
-// (not served yet), or a malformed reference.
+// refuse returns the Ready condition of a target Flotilla does not act on: a malformed
+// reference, or an autoscaling.karmada.io kind other than FederatedHPA.
 func refuse(c *autoscalingv1alpha1.CronFederatedHPA) (metav1.Condition, bool) {
 	cond := metav1.Condition{Type: autoscalingv1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: c.Generation}
 	gvk, err := cronfhpa.Target(c)
 	switch {
 	case err != nil:
 		cond.Reason, cond.Message = "InvalidTarget", err.Error()
-	case gvk.GroupKind() == cronfhpa.FederatedHPA:
-		cond.Reason = "TargetNotSupported"
-		cond.Message = fmt.Sprintf("spec.scaleTargetRef: FederatedHPA %s: Flotilla does not serve FederatedHPAs yet, so it cannot set their minReplicas/maxReplicas; no rule fires", c.Spec.ScaleTargetRef.Name)
-	case gvk.Group == autoscalingv1alpha1.GroupVersion.Group:
+	case gvk.Group == autoscalingv1alpha1.GroupVersion.Group && gvk.GroupKind() != cronfhpa.FederatedHPA:
 		cond.Reason = "TargetNotSupported"
 		cond.Message = fmt.Sprintf("spec.scaleTargetRef: %s is not a kind a CronFederatedHPA can scale; no rule fires", gvk.Kind)
 	default:
@@ -123,6 +120,18 @@ func refuse(c *autoscalingv1alpha1.CronFederatedHPA) (metav1.Condition, bool) {
 func (r *Reconciler) execute(ctx context.Context, c *autoscalingv1alpha1.CronFederatedHPA, plan cronfhpa.Plan, now time.Time) []cronfhpa.Result {
 	var results []cronfhpa.Result
 	for _, d := range plan.Due {
+		if gvk, _ := cronfhpa.Target(c); gvk.GroupKind() == cronfhpa.FederatedHPA {
+			// A FederatedHPA's bounds: the execution recorded in the history (appliedMinReplicas,
+			// appliedMaxReplicas) is what the FederatedHPA controller reads; its spec is never
+			// written.
+			err := r.bounds(ctx, c, d.Rule)
+			results = append(results, cronfhpa.Result{Due: d, At: now, Err: err})
+			if err == nil {
+				c.Status.LastScaleTime = &metav1.Time{Time: now.UTC()}
+				c.Status.LastRule = d.Rule.Name
+			}
+			continue
+		}
 		templateReplicas, err := r.scale(ctx, c, d.Rule)
 		results = append(results, cronfhpa.Result{Due: d, At: now, Err: err})
 		if err != nil {
@@ -137,6 +146,21 @@ func (r *Reconciler) execute(ctx context.Context, c *autoscalingv1alpha1.CronFed
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// bounds checks that the rule can set the FederatedHPA's bounds.
+func (r *Reconciler) bounds(ctx context.Context, c *autoscalingv1alpha1.CronFederatedHPA, rule autoscalingv1alpha1.CronFederatedHPARule) error {
+	if rule.TargetMinReplicas == nil && rule.TargetMaxReplicas == nil {
+		return fmt.Errorf("rule %s sets neither targetMinReplicas nor targetMaxReplicas, which a FederatedHPA target needs", rule.Name)
+	}
+	h := &autoscalingv1alpha1.FederatedHPA{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.ScaleTargetRef.Name}, h); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return fmt.Errorf("the target FederatedHPA %s/%s does not exist", c.Namespace, c.Spec.ScaleTargetRef.Name)
+		}
+		return fmt.Errorf("reading the target FederatedHPA %s/%s: %w", c.Namespace, c.Spec.ScaleTargetRef.Name, err)
+	}
+	return nil
+}
 
 // scale checks that the rule can scale the template, and returns the template's replicas.
 func (r *Reconciler) scale(ctx context.Context, c *autoscalingv1alpha1.CronFederatedHPA, rule autoscalingv1alpha1.CronFederatedHPARule) (int32, error) {
@@ -205,6 +229,10 @@ func (r *Reconciler) report(ctx context.Context, before, c *autoscalingv1alpha1.
 		if res.Err != nil {
 			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, wellknown.EventReasonScaleFailed, "Scale",
 				"Rule %s (scheduled %s): %v", res.Rule.Name, res.ScheduleTime.UTC().Format(time.RFC3339), res.Err)
+		} else if res.Rule.TargetReplicas == nil {
+			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, wellknown.EventReasonScaleSucceeded, "Scale",
+				"Rule %s (scheduled %s): FederatedHPA %s takes minReplicas %s and maxReplicas %s", res.Rule.Name,
+				res.ScheduleTime.UTC().Format(time.RFC3339), c.Spec.ScaleTargetRef.Name, orSpec(res.Rule.TargetMinReplicas), orSpec(res.Rule.TargetMaxReplicas))
 		} else {
 			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, wellknown.EventReasonScaleSucceeded, "Scale",
 				"Rule %s (scheduled %s): the fleet runs %d replicas of %s %s while it asks for %d", res.Rule.Name,
@@ -249,4 +277,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		For(&autoscalingv1alpha1.CronFederatedHPA{}).
 		Complete(r)
+}
+
+// orSpec renders a bound a rule sets, or says the FederatedHPA's own applies.
+func orSpec(v *int32) string {
+	if v == nil {
+		return "(its own)"
+	}
+	return fmt.Sprint(*v)
 }

@@ -609,8 +609,16 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	if err != nil {
 		return false, err
 	}
+	// A FederatedHPA that decided gives it its desired replicas, over any CronFederatedHPA.
+	auto, err := r.autoScale(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	if auto != nil {
+		scale = nil
+	}
 	unchanged := exists && templateCurrent(rb, tmpl, p) && rb.GetAnnotations()[wellknown.InterpreterRevisionAnnotation] == revision &&
-		rb.GetAnnotations()[wellknown.CronScaleAnnotation] == scale.Marker()
+		rb.GetAnnotations()[wellknown.CronScaleAnnotation] == scale.Marker() && rb.GetAnnotations()[wellknown.FederatedHPAAnnotation] == auto.Marker()
 	if unchanged && p.Spec.ActivationPreference == policyv1alpha1.LazyActivation {
 		// activationPreference: Lazy: the policy's changes reach a template it already binds
 		// when the template changes, not before (a policy over many templates then rolls out
@@ -648,6 +656,10 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 		// asked for when the rule fired; an edit of the template's replicas wins.
 		replicas = scale.FleetReplicas
 	}
+	if auto.Applies(replicas) && len(components) == 0 {
+		// The fleet runs the FederatedHPA's replicas; the template keeps its own.
+		replicas = auto.Replicas
+	}
 	// A multi-component workload is not divided either, but the scheduler places its whole set
 	// on one cluster (not every cluster): no warning for it.
 	if divided(policySide.Placement) && !r.Interpreter.HasReplicas(full) && len(components) == 0 {
@@ -666,6 +678,9 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	}
 	if m := scale.Marker(); m != "" {
 		annotations[wellknown.CronScaleAnnotation] = m
+	}
+	if m := auto.Marker(); m != "" {
+		annotations[wellknown.FederatedHPAAnnotation] = m
 	}
 	desired.SetAnnotations(annotations)
 	desired.SetOwnerReferences([]metav1.OwnerReference{{
@@ -732,6 +747,11 @@ func (r *Reconciler) ensureBinding(ctx context.Context, tmpl *metav1.PartialObje
 	if scale == nil {
 		ann := rb.GetAnnotations()
 		delete(ann, wellknown.CronScaleAnnotation)
+		rb.SetAnnotations(ann)
+	}
+	if auto == nil {
+		ann := rb.GetAnnotations()
+		delete(ann, wellknown.FederatedHPAAnnotation)
 		rb.SetAnnotations(ann)
 	}
 	rb.SetOwnerReferences(desired.GetOwnerReferences())

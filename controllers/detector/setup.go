@@ -122,6 +122,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		})); err != nil {
 		return err
 	}
+	// A FederatedHPA that decides new replicas, is retargeted or deleted brings its target back.
+	if err := c.Watch(source.TypedKind[*autoscalingv1alpha1.FederatedHPA, Key](mgr.GetCache(), &autoscalingv1alpha1.FederatedHPA{},
+		handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, h *autoscalingv1alpha1.FederatedHPA) []Key {
+			return r.templateOfFHPA(h)
+		}), predicate.TypedFuncs[*autoscalingv1alpha1.FederatedHPA]{
+			UpdateFunc: func(e event.TypedUpdateEvent[*autoscalingv1alpha1.FederatedHPA]) bool {
+				return autoScaleChanged(e.ObjectOld, e.ObjectNew)
+			},
+		})); err != nil {
+		return err
+	}
 	if err := mgr.Add(r.watcher); err != nil {
 		return err
 	}

@@ -127,7 +127,8 @@ type Cluster struct {
 	detach       bool
 	nodes        []NodeSpec
 	files        pkiFiles
-	removeDir    bool // Dir is temporary
+	metrics      *metricsServer // full clusters: the metrics.k8s.io stand-in (metrics.go)
+	removeDir    bool           // Dir is temporary
 	log          *logger
 	readyzClient *http.Client
 
@@ -271,6 +272,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.run(ctx, c.etcdComponent(), onConflict); err != nil {
 		return err
 	}
+	if c.Full {
+		if err := ensureFrontProxy(c.files); err != nil {
+			return fmt.Errorf("front-proxy client certificate: %w", err)
+		}
+	}
 	if err := c.run(ctx, c.apiServerComponent(), onConflict); err != nil {
 		return err
 	}
@@ -279,7 +285,16 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	switch {
 	case c.Full:
-		return c.startWorkloadPlane(ctx)
+		if err := c.startWorkloadPlane(ctx); err != nil {
+			return err
+		}
+		if c.detach {
+			// The stand-in lives in this process, which a detached fleet outlives: an
+			// APIService pointing at nothing would break the member's discovery (and with it
+			// namespace deletion), so a detached fleet serves no metrics.k8s.io.
+			return unregisterMetrics(ctx, c.RESTConfig())
+		}
+		return c.startMetrics(ctx)
 	case c.ControllerManager:
 		return c.startControllerManager(ctx)
 	}
@@ -491,6 +506,9 @@ func (c *Cluster) apiServerComponent() component {
 				"--allow-privileged=true",
 				"--profiling=false",
 			}
+			if c.Full {
+				args = append(args, c.aggregationArgs()...)
+			}
 			return procSpec{
 				name:     binAPIServer,
 				path:     c.binary(binAPIServer),
@@ -696,6 +714,7 @@ func (c *Cluster) Stop() error {
 	c.mu.Unlock()
 
 	began := time.Now()
+	c.stopMetrics()
 	err := stopAll(slices.Collect(maps.Values(procs)))
 	if err == nil {
 		c.cleanupDir()

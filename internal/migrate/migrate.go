@@ -131,6 +131,7 @@ var served = []schema.GroupVersionKind{
 	{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "ClusterPropagationPolicy"},
 	{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "PropagationPolicy"},
 	{Group: "autoscaling.karmada.io", Version: "v1alpha1", Kind: "CronFederatedHPA"},
+	{Group: "autoscaling.karmada.io", Version: "v1alpha1", Kind: "FederatedHPA"},
 	{Group: "networking.karmada.io", Version: "v1alpha1", Kind: "MultiClusterService"},
 }
 
@@ -140,7 +141,6 @@ var notServed = []struct {
 	gvk    schema.GroupVersionKind
 	reason string
 }{
-	{schema.GroupVersionKind{Group: "autoscaling.karmada.io", Version: "v1alpha1", Kind: "FederatedHPA"}, "not served by Flotilla yet"},
 	{schema.GroupVersionKind{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "FederatedResourceQuota"}, "served, but not migrated yet: delete Karmada's member ResourceQuotas of that name, then create it in Flotilla"},
 	{schema.GroupVersionKind{Group: "networking.karmada.io", Version: "v1alpha1", Kind: "MultiClusterIngress"}, "not served by Flotilla yet"},
 	{schema.GroupVersionKind{Group: "remedy.karmada.io", Version: "v1alpha1", Kind: "Remedy"}, "not served by Flotilla yet"},

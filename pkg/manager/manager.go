@@ -109,6 +109,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.controllers.MemberWorkTimeout, "member-work-timeout", d.MemberWorkTimeout, "Bound on the work for one key on a member's workers (one Work's apply, one service's export); it is then retried with backoff.")
 	fs.DurationVar(&o.controllers.ProbeInterval, "cluster-probe-interval", d.ProbeInterval, "How often member clusters are probed.")
 	fs.DurationVar(&o.controllers.StatusInterval, "cluster-status-interval", d.StatusInterval, "How often a member's version, APIs, nodes and capacity are collected (also at once when it connects).")
+	fs.DurationVar(&o.controllers.FederatedHPASyncPeriod, "federated-hpa-sync-period", d.FederatedHPASyncPeriod, "How often each FederatedHPA reads its members' metrics and computes its replicas (the HPA controller's sync period).")
 	fs.IntVar(&o.controllers.FailureThreshold, "cluster-failure-threshold", d.FailureThreshold, "Failed probes in a row before a member is NotReady.")
 	fs.BoolVar(&o.controllers.EnableEmptyWorkloadPropagation, "enable-empty-workload-propagation", false, "Propagate workloads to clusters that were divided 0 replicas.")
 	fs.Func("hold-controllers", "Comma-separated user names of host controllers (operators, ingress or load balancer controllers) whose writes to templates the host hold also denies, besides kube-controller-manager's and the other defaults (see docs/concepts.md, The host hold).", func(v string) error {

@@ -477,6 +477,43 @@ metadata: {name: bad, namespace: invalid}
 spec:
   scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
   rules: [{name: up, schedule: "0 8 * * *", targetReplicas: -1}]`, []string{"spec.rules[0].targetReplicas", "greater than or equal to 0"}},
+	{"FederatedHPA with minReplicas over maxReplicas", `
+apiVersion: autoscaling.karmada.io/v1alpha1
+kind: FederatedHPA
+metadata: {name: bad, namespace: invalid}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 5
+  maxReplicas: 2`, []string{"spec.minReplicas", "less than or equal to spec.maxReplicas"}},
+	{"FederatedHPA with maxReplicas 0", `
+apiVersion: autoscaling.karmada.io/v1alpha1
+kind: FederatedHPA
+metadata: {name: bad, namespace: invalid}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 0`, []string{"spec.maxReplicas", "greater than or equal to 1"}},
+	{"FederatedHPA without a target", `
+apiVersion: autoscaling.karmada.io/v1alpha1
+kind: FederatedHPA
+metadata: {name: bad, namespace: invalid}
+spec:
+  maxReplicas: 3`, []string{"spec.scaleTargetRef", "Required value"}},
+	{"FederatedHPA Resource metric without resource", `
+apiVersion: autoscaling.karmada.io/v1alpha1
+kind: FederatedHPA
+metadata: {name: bad, namespace: invalid}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 3
+  metrics: [{type: Resource}]`, []string{"spec.metrics[0]", "needs metrics[].resource"}},
+	{"FederatedHPA Utilization target without averageUtilization", `
+apiVersion: autoscaling.karmada.io/v1alpha1
+kind: FederatedHPA
+metadata: {name: bad, namespace: invalid}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 3
+  metrics: [{type: Resource, resource: {name: cpu, target: {type: Utilization}}}]`, []string{"spec.metrics[0]", "needs averageUtilization"}},
 	{"ResourceInterpreterCustomization with an empty script", `
 apiVersion: config.karmada.io/v1alpha1
 kind: ResourceInterpreterCustomization
@@ -554,6 +591,7 @@ var _ = Describe("kubectl get columns", func() {
 			[]string{"Name", "Target-API-Version", "Target-Kind", "Loaded", "Age"}, []string{"Scripts-Healthy"}},
 		{"apps.karmada.io", "v1alpha1", "workloadrebalancers", false, []string{"Name", "Finished", "Age"}, nil},
 		{"autoscaling.karmada.io", "v1alpha1", "cronfederatedhpas", true, []string{"Name", "REFERENCE-KIND", "REFERENCE-NAME", "AGE"}, []string{"FLEET-REPLICAS", "READY"}},
+		{"autoscaling.karmada.io", "v1alpha1", "federatedhpas", true, []string{"Name", "REFERENCE-KIND", "REFERENCE-NAME", "MINPODS", "MAXPODS", "REPLICAS", "AGE"}, []string{"DESIRED", "ACTIVE"}},
 		{"config.karmada.io", "v1alpha1", "resourceinterpreterwebhookconfigurations", false,
 			[]string{"Name", "Webhooks", "Loaded", "Age"}, []string{"Webhooks-Healthy"}},
 	}
@@ -604,10 +642,11 @@ var _ = Describe("kubectl get columns", func() {
 			}
 		}
 		sort.Strings(inCategory)
-		Expect(inCategory).To(Equal([]string{"clusteroverridepolicies", "clusterpropagationpolicies", "clusterresourcebindings", "clusters", "clustertaintpolicies", "cronfederatedhpas", "federatedresourcequotas", "multiclusterservices", "overridepolicies", "propagationpolicies", "resourcebindings", "resourceinterpretercustomizations", "resourceinterpreterwebhookconfigurations", "workloadrebalancers", "works"}))
+		Expect(inCategory).To(Equal([]string{"clusteroverridepolicies", "clusterpropagationpolicies", "clusterresourcebindings", "clusters", "clustertaintpolicies", "cronfederatedhpas", "federatedhpas", "federatedresourcequotas", "multiclusterservices", "overridepolicies", "propagationpolicies", "resourcebindings", "resourceinterpretercustomizations", "resourceinterpreterwebhookconfigurations", "workloadrebalancers", "works"}))
 		Expect(short).To(HaveKeyWithValue("resourceinterpretercustomizations", []string{"ric"}))
 		Expect(short).To(HaveKeyWithValue("multiclusterservices", []string{"mcs"}))
 		Expect(short).To(HaveKeyWithValue("cronfederatedhpas", []string{"cronfhpa"}))
+		Expect(short).To(HaveKeyWithValue("federatedhpas", []string{"fhpa"}))
 		Expect(short).To(HaveKeyWithValue("workloadrebalancers", []string{"wr"}))
 		Expect(short).To(HaveKeyWithValue("propagationpolicies", []string{"pp"}))
 		Expect(short).To(HaveKeyWithValue("clusterpropagationpolicies", []string{"cpp"}))

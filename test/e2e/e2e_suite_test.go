@@ -79,8 +79,9 @@ func startManager(cfg *rest.Config) (*framework.Manager, error) {
 	// PlacementDecisions on too (opt-in for users), so the inventory spec sees them. Members'
 	// capacity every 5 s, not 30: the scheduler estimates room from it, and a spec must not
 	// wait half a minute for the pods of the spec before it to leave the estimate.
+	// FederatedHPAs every second, not 15: the spec measures the scale-up latency.
 	return framework.StartManager(cfg, controllers.Options{ProbeInterval: time.Second, StatusInterval: 5 * time.Second,
-		NoExecuteTaints: true, PlacementDecisions: true}, true)
+		NoExecuteTaints: true, PlacementDecisions: true, FederatedHPASyncPeriod: time.Second}, true)
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }

@@ -34,8 +34,9 @@ type CronFederatedHPA struct {
 // CronFederatedHPASpec is the target and the rules.
 type CronFederatedHPASpec struct {
 	// ScaleTargetRef is the template to scale (a Deployment, StatefulSet or any kind whose
-	// replicas Flotilla knows, in the CronFederatedHPA's namespace). A FederatedHPA target is
-	// refused for now (condition Ready=False, TargetNotSupported).
+	// replicas Flotilla knows, in the CronFederatedHPA's namespace), or a FederatedHPA, whose
+	// bounds the rules' targetMinReplicas/targetMaxReplicas set: the FederatedHPA controller
+	// reads them from this status, never writing the FederatedHPA's spec.
 	// +required
 	ScaleTargetRef autoscalingv2.CrossVersionObjectReference `json:"scaleTargetRef"`
 
