@@ -72,6 +72,9 @@ type Decision struct {
 	Why string
 	// RecheckAt is when replicas that are unschedulable now become due; zero when none wait.
 	RecheckAt time.Time
+	// Ineligible is true when the binding's replicas never move (Eligible), whatever the
+	// reports say.
+	Ineligible bool
 }
 
 // Eligible returns "" when the binding's replicas may move, else why not.
@@ -117,7 +120,7 @@ func Plan(in Input) Decision {
 		return d
 	}
 	if why := Eligible(in.Spec); why != "" {
-		d.Why = why
+		d.Why, d.Ineligible = why, true
 		return d
 	}
 	if in.Unsteady != "" {

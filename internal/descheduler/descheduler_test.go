@@ -94,15 +94,15 @@ func TestPlan(t *testing.T) {
 	}, {
 		name: "static weights are the user's",
 		in:   Input{Spec: spec("Deployment", static(), "a", 3), Unschedulable: map[string]Unschedulable{"a": old}, Ready: map[string]int32{"a": 1}},
-		want: Decision{Why: "its placement divides the replicas by static weights"},
+		want: Decision{Why: "its placement divides the replicas by static weights", Ineligible: true},
 	}, {
 		name: "duplicated is the user's",
 		in:   Input{Spec: spec("Deployment", nil, "a", 3), Unschedulable: map[string]Unschedulable{"a": old}, Ready: map[string]int32{"a": 1}},
-		want: Decision{Why: "its placement is Duplicated: every cluster runs all the replicas"},
+		want: Decision{Why: "its placement is Duplicated: every cluster runs all the replicas", Ineligible: true},
 	}, {
 		name: "a StatefulSet would lose its highest ordinals, running or not",
 		in:   Input{Spec: spec("StatefulSet", dynamic(), "a", 3), Unschedulable: map[string]Unschedulable{"a": old}, Ready: map[string]int32{"a": 1}},
-		want: Decision{Why: "a StatefulSet does not remove its unschedulable Pods first when it scales down"},
+		want: Decision{Why: "a StatefulSet does not remove its unschedulable Pods first when it scales down", Ineligible: true},
 	}, {
 		name: "not steady",
 		in: Input{Spec: spec("Deployment", dynamic(), "a", 3), Unsteady: "an eviction is under way",
