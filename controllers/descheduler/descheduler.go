@@ -118,7 +118,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // desiredInput reads what the pure core needs: the members' reports and the ready replicas.
 func (r *Reconciler) desiredInput(ctx context.Context, rb *workv1alpha2.ResourceBinding) (descheduler.Input, error) {
 	in := descheduler.Input{Spec: &rb.Spec, Unsteady: unsteady(rb), Now: r.Clock.Now(), Threshold: r.threshold(),
-		Unschedulable: map[string]descheduler.Unschedulable{}, Ready: readyByCluster(&rb.Status)}
+		Unschedulable: map[string]descheduler.Unschedulable{}}
+	in.Ready, in.RollingOut = readyByCluster(&rb.Status, rb.Spec.Resource.Kind == "Deployment")
 	in.LastMove, _ = r.moved.Load(client.ObjectKeyFromObject(rb))
 	for _, tc := range rb.Spec.Clusters {
 		c := &clusterv1alpha1.Cluster{}
@@ -239,24 +240,31 @@ func groupOf(apiVersion string) string {
 	return ""
 }
 
-// readyByCluster reads status.readyReplicas of each cluster's reflected status. A cluster
-// whose member reported a status without it has none ready (a Deployment leaves it out at
-// 0); a cluster with no reported status is missing.
-func readyByCluster(status *workv1alpha2.ResourceBindingStatus) map[string]int32 {
-	out := map[string]int32{}
+// readyByCluster reads status.readyReplicas of each cluster's reflected status, and whether
+// a rollout is under way there (a Deployment's status.updatedReplicas below status.replicas). A cluster
+// whose member reported a status without readyReplicas has none ready (a Deployment leaves
+// it out at 0); a cluster with no reported status is missing.
+func readyByCluster(status *workv1alpha2.ResourceBindingStatus, deployment bool) (ready map[string]int32, rolling map[string]bool) {
+	ready, rolling = map[string]int32{}, map[string]bool{}
 	for _, item := range status.AggregatedStatus {
 		if item.Status == nil || len(item.Status.Raw) == 0 {
 			continue
 		}
 		var st struct {
-			ReadyReplicas int32 `json:"readyReplicas"`
+			Replicas        int32  `json:"replicas"`
+			UpdatedReplicas *int32 `json:"updatedReplicas"`
+			ReadyReplicas   int32  `json:"readyReplicas"`
 		}
 		if err := json.Unmarshal(item.Status.Raw, &st); err != nil {
 			continue
 		}
-		out[item.ClusterName] = st.ReadyReplicas
+		ready[item.ClusterName] = st.ReadyReplicas
+		// A Deployment's status leaves updatedReplicas out at 0 (a ReplicaSet has none).
+		if updated := st.UpdatedReplicas; updated != nil && *updated < st.Replicas || updated == nil && deployment && st.Replicas > 0 {
+			rolling[item.ClusterName] = true
+		}
 	}
-	return out
+	return ready, rolling
 }
 
 // event records an event on the binding and on its template.

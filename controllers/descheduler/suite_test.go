@@ -156,7 +156,7 @@ func ready(ctx context.Context, rb *workv1alpha2.ResourceBinding, readyOn map[st
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(rb), rb)).To(Succeed())
 		rb.Status.AggregatedStatus = nil
 		for _, tc := range rb.Spec.Clusters {
-			raw := fmt.Sprintf(`{"replicas":%d,"readyReplicas":%d}`, tc.Replicas, readyOn[tc.Name])
+			raw := fmt.Sprintf(`{"replicas":%d,"updatedReplicas":%d,"readyReplicas":%d}`, tc.Replicas, tc.Replicas, readyOn[tc.Name])
 			rb.Status.AggregatedStatus = append(rb.Status.AggregatedStatus, workv1alpha2.AggregatedStatusItem{ClusterName: tc.Name,
 				Applied: true, Status: rawExtension(raw)})
 		}

@@ -16,7 +16,7 @@
 //     not suspended, not being deleted, no move of its own in the last threshold.
 //
 // A cluster gives up at most its replicas less those the member reports ready, so what runs
-// is never removed.
+// is never removed, and nothing while the member rolls the workload out.
 //
 // Nothing here reads the clock or the apiserver (controllers/descheduler reads, the scheduler
 // controller places and writes).
@@ -56,6 +56,10 @@ type Input struct {
 	// Ready is, by cluster, the ready replicas the member reports; a cluster missing here
 	// reports no status yet, and gives up nothing.
 	Ready map[string]int32
+	// RollingOut names the clusters where the member reports a rollout under way (fewer
+	// updated replicas than replicas): scaling down then takes from every ReplicaSet in
+	// proportion, running Pods of the old one too, so they give up nothing.
+	RollingOut map[string]bool
 	// LastMove is when this binding's replicas last moved; zero when never (or not since the
 	// manager started).
 	LastMove time.Time
@@ -146,6 +150,10 @@ func Plan(in Input) Decision {
 			continue
 		}
 		ready, reports := in.Ready[tc.Name]
+		if in.RollingOut[tc.Name] {
+			why = append(why, fmt.Sprintf("%s: a rollout is under way", tc.Name))
+			continue
+		}
 		if !reports {
 			why = append(why, fmt.Sprintf("%s: no ready count reported", tc.Name))
 			continue

@@ -79,6 +79,11 @@ func TestPlan(t *testing.T) {
 			Ready: map[string]int32{"a": 2}},
 		want: Decision{Take: map[string]int32{"a": 1}},
 	}, {
+		name: "a rollout under way: nothing moves",
+		in: Input{Spec: spec("Deployment", dynamic(), "a", 3), Unschedulable: map[string]Unschedulable{"a": old},
+			Ready: map[string]int32{"a": 1}, RollingOut: map[string]bool{"a": true}},
+		want: Decision{Why: "a: a rollout is under way"},
+	}, {
 		name: "no ready count reported: nothing moves",
 		in:   Input{Spec: spec("Deployment", dynamic(), "a", 3), Unschedulable: map[string]Unschedulable{"a": old}},
 		want: Decision{Why: "a: no ready count reported"},
