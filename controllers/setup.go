@@ -24,6 +24,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/cronfederatedhpa"
 	customizationcontroller "github.com/flotilla-io/flotilla/controllers/customization"
 	"github.com/flotilla-io/flotilla/controllers/dependencies"
+	"github.com/flotilla-io/flotilla/controllers/descheduler"
 	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/failover"
@@ -103,6 +104,9 @@ type Options struct {
 	// Failover are the failover controller's tolerations and grace period; zero values
 	// take failover.DefaultOptions.
 	Failover failover.Options
+	// Descheduler moves replicas that stay unschedulable in a member to clusters with room
+	// (--descheduler, off by default as Karmada's is a separate component to install).
+	Descheduler Descheduler
 	// Sharding splits the work of the binding and Work controllers between replicas.
 	Sharding Sharding
 	// NoBuiltinInterpreters leaves out the built-in customizations of third-party kinds
@@ -123,6 +127,15 @@ type Options struct {
 	// NoClusterAPIJoin turns off joining Cluster API Clusters labelled flotilla.io/join=true
 	// (on by default when Cluster API's CRDs are on the host).
 	NoClusterAPIJoin bool
+}
+
+// Descheduler configures the descheduler (controllers/descheduler).
+type Descheduler struct {
+	// Enabled runs it.
+	Enabled bool
+	// Threshold is how long replicas stay unschedulable before they move
+	// (--descheduler-unschedulable-threshold); 0 is Karmada's 5 minutes.
+	Threshold time.Duration
 }
 
 // Sharding configures sharded managers. With Shards above 1, the scheduler, binding,
@@ -317,6 +330,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*member.Manager, e
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("binding-status-controller"), NewBinding: nb,
 			Interpreter: interp, APIReader: mgr.GetAPIReader(), Shards: shards, SuccessEvents: o.RecordSuccessEvents,
 			SchedulerName: o.SchedulerName,
+		}).SetupWithManager(mgr, o.Workers); err != nil {
+			return nil, err
+		}
+	}
+	if o.Descheduler.Enabled {
+		if err := (&descheduler.Reconciler{
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("karmada-descheduler"), Mover: schedulers["ResourceBinding"],
+			Threshold: o.Descheduler.Threshold, SchedulerName: o.SchedulerName, Shards: shards,
 		}).SetupWithManager(mgr, o.Workers); err != nil {
 			return nil, err
 		}

@@ -35,7 +35,9 @@ type Listers struct {
 //   - allocatable: the sum of every Node's allocatable resources;
 //   - allocated: the sum of the requests of the Pods bound to a Node, plus one "pods" each;
 //   - allocating: the same for the Pods still waiting for a Node (Pending, no nodeName);
-//   - with models, how many Nodes fall in each grade (see Grade).
+//   - with models, how many Nodes fall in each grade (see Grade);
+//   - the workloads with Pods the member's scheduler found unschedulable, with how many and
+//     since when (UnschedulableWorkloads).
 //
 // Requests are the effective requests the scheduler uses (init containers, sidecars, pod
 // overhead and pod-level resources included). Sums are added page by page and each page is
@@ -106,6 +108,8 @@ type summer struct {
 	allocated    totals
 	allocating   totals
 	podCount     struct{ allocated, allocating int64 }
+	// unschedulable counts the Pods the member's scheduler could not place, per workload.
+	unschedulable unschedulable
 
 	// grading is nil without models.
 	grading *grading
@@ -115,7 +119,8 @@ type summer struct {
 }
 
 func newSummer(models []clusterv1alpha1.ResourceModel) *summer {
-	s := &summer{allocatable: totals{}, allocated: totals{}, allocating: totals{}, reuse: corev1.ResourceList{}, nodes: map[string]*nodeFree{}}
+	s := &summer{allocatable: totals{}, allocated: totals{}, allocating: totals{}, reuse: corev1.ResourceList{}, nodes: map[string]*nodeFree{},
+		unschedulable: unschedulable{}}
 	if len(models) > 0 {
 		s.grading = newGrading(models)
 	}
@@ -133,6 +138,7 @@ func (s *summer) resetNodes() {
 func (s *summer) resetPods() {
 	s.allocated, s.allocating = totals{}, totals{}
 	s.podCount.allocated, s.podCount.allocating = 0, 0
+	s.unschedulable = unschedulable{}
 	for _, n := range s.nodes {
 		clear(n.used)
 	}
@@ -166,6 +172,7 @@ func (s *summer) addPod(p *corev1.Pod) {
 	case p.Status.Phase == corev1.PodPending || p.Status.Phase == "":
 		s.addRequests(p, s.allocating, "")
 		s.podCount.allocating++
+		s.unschedulable.add(p)
 	}
 }
 
@@ -215,6 +222,7 @@ func (s *summer) resourceSummary() *clusterv1alpha1.ResourceSummary {
 		nodes = append(nodes, n)
 	}
 	rs.NodeGroups = groupNodes(nodes)
+	rs.UnschedulableWorkloads = s.unschedulable.list()
 	return rs
 }
 

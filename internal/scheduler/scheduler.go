@@ -173,6 +173,10 @@ type Input struct {
 	// reported running yet (the scheduler controller's Ledger): the estimate of free room
 	// subtracts them, so that bindings scheduled at once do not take the same capacity.
 	Held map[string][]estimate.Held
+	// NoRoomOn names the clusters where the binding's own replicas are unschedulable (the
+	// descheduler sets it): their room is 0 whatever the estimate says, so a cycle that
+	// places the replicas taken off them puts none back.
+	NoRoomOn map[string]bool
 }
 
 // NamespaceQuota is a FederatedResourceQuota of the binding's namespace; see
@@ -265,7 +269,7 @@ func newState(in Input) *framework.CycleState {
 	state.CapacityAware = needsCapacity(state)
 	state.Peers = in.Peers
 	state.Quotas = in.Quotas
-	state.Room = roomEstimator(state.Spec, in.Held)
+	state.Room = roomEstimator(state.Spec, in.Held, in.NoRoomOn)
 	return state
 }
 
@@ -410,7 +414,7 @@ func (s *Scheduler) score(state *framework.CycleState, candidates []framework.Ca
 
 // roomEstimator returns the cycle's CycleState.Room: EstimateReplicas of the binding's
 // requirements, once per cluster.
-func roomEstimator(spec *workv1alpha2.ResourceBindingSpec, held map[string][]estimate.Held) func(*clusterv1alpha1.Cluster) (int32, bool) {
+func roomEstimator(spec *workv1alpha2.ResourceBindingSpec, held map[string][]estimate.Held, noRoom map[string]bool) func(*clusterv1alpha1.Cluster) (int32, bool) {
 	type room struct {
 		replicas int32
 		known    bool
@@ -422,8 +426,10 @@ func roomEstimator(spec *workv1alpha2.ResourceBindingSpec, held map[string][]est
 		if r, ok := seen[c.Name]; ok {
 			return r.replicas, r.known
 		}
-		var r room
-		r.replicas, r.known = EstimateReplicas(c, request, est, held[c.Name])
+		r := room{known: true}
+		if !noRoom[c.Name] {
+			r.replicas, r.known = EstimateReplicas(c, request, est, held[c.Name])
+		}
 		seen[c.Name] = r
 		return r.replicas, r.known
 	}

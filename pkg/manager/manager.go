@@ -47,6 +47,7 @@ import (
 
 	flotillascheme "github.com/flotilla-io/flotilla/api/scheme"
 	"github.com/flotilla-io/flotilla/controllers"
+	"github.com/flotilla-io/flotilla/internal/descheduler"
 	"github.com/flotilla-io/flotilla/internal/eventnote"
 	"github.com/flotilla-io/flotilla/internal/hostclient"
 	"github.com/flotilla-io/flotilla/internal/hostguard"
@@ -162,6 +163,11 @@ func (o *options) bind(fs *flag.FlagSet) {
 		o.controllers.NoBuiltinInterpreters = !on
 		return nil
 	})
+	fs.BoolVar(&o.controllers.Descheduler.Enabled, "descheduler", false,
+		"Move replicas that stay unschedulable in a member (Pods Pending, unschedulable, for --descheduler-unschedulable-threshold) of Divided dynamic-weight or Aggregated Deployments and ReplicaSets "+
+			"to clusters with room, never below what runs (Karmada's karmada-descheduler; off by default, as that is a component of its own; docs/guides/scheduling.md).")
+	fs.DurationVar(&o.controllers.Descheduler.Threshold, "descheduler-unschedulable-threshold", descheduler.DefaultThreshold,
+		"How long replicas stay unschedulable in a member before the descheduler moves them (Karmada's --unschedulable-threshold).")
 	o.controllers.ClusterProfiles.BindFlags(fs)
 	fs.BoolFunc("cluster-api-join", "Join Cluster API Clusters labelled flotilla.io/join=true once their control plane is initialized, and unjoin them when deleted (default true; needs Cluster API's CRDs on the host when the manager starts; see docs/cluster-inventory.md). --cluster-api-join=false turns it off.", func(v string) error {
 		switch v {
@@ -211,6 +217,9 @@ func Check(args []string, opts ...Option) error {
 
 // checkScheduler builds the scheduler once, so that a bad plugin flag fails at start.
 func (o *options) checkScheduler() error {
+	if o.controllers.Descheduler.Threshold <= 0 {
+		return fmt.Errorf("--descheduler-unschedulable-threshold: must be positive, got %s", o.controllers.Descheduler.Threshold)
+	}
 	_, err := scheduler.New(scheduler.Options{ExtraPlugins: o.controllers.SchedulerPlugins, Plugins: o.controllers.SchedulerProfile})
 	if err != nil {
 		return fmt.Errorf("scheduler plugins: %w", err)

@@ -79,9 +79,12 @@ func startManager(cfg *rest.Config) (*framework.Manager, error) {
 	// PlacementDecisions on too (opt-in for users), so the inventory spec sees them. Members'
 	// capacity every 5 s, not 30: the scheduler estimates room from it, and a spec must not
 	// wait half a minute for the pods of the spec before it to leave the estimate.
-	// FederatedHPAs every second, not 15: the spec measures the scale-up latency.
+	// FederatedHPAs every second, not 15: the spec measures the scale-up latency. The
+	// descheduler on (opt-in for users), with a 3 s threshold instead of 5 minutes, so that
+	// its spec (descheduler_test.go) sees a replica move in seconds.
 	return framework.StartManager(cfg, controllers.Options{ProbeInterval: time.Second, StatusInterval: 5 * time.Second,
-		NoExecuteTaints: true, PlacementDecisions: true, FederatedHPASyncPeriod: time.Second}, true)
+		NoExecuteTaints: true, PlacementDecisions: true, FederatedHPASyncPeriod: time.Second,
+		Descheduler: controllers.Descheduler{Enabled: true, Threshold: 3 * time.Second}}, true)
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }

@@ -234,6 +234,46 @@ type ResourceSummary struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=atomic
 	NodeGroups []NodeGroup `json:"nodeGroups,omitempty"`
+	// UnschedulableWorkloads is a Flotilla extension (Karmada's ResourceSummary has no such
+	// field; Karmada's descheduler asks a scheduler-estimator per member instead): the
+	// workloads that have Pods the member's scheduler could not place (PodScheduled False,
+	// reason Unschedulable), found on the same walk of the member's Pods as the sums above,
+	// at most 64 of them, those with the most such Pods first. The descheduler reads it.
+	// Optional: a Karmada client ignores it.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	UnschedulableWorkloads []UnschedulableWorkload `json:"unschedulableWorkloads,omitempty"`
+}
+
+// UnschedulableWorkload is a workload of a member with Pods that its scheduler could not
+// place.
+type UnschedulableWorkload struct {
+	// APIVersion of the workload, for example apps/v1.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	APIVersion string `json:"apiVersion"`
+	// Kind of the workload: Deployment for the Pods of a Deployment's ReplicaSet, else the
+	// kind of the Pods' controller (ReplicaSet, StatefulSet, Job, ...).
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// Namespace of the workload.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// Name of the workload.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Replicas is how many of its Pods are unschedulable.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Replicas int32 `json:"replicas"`
+	// Since is when the last of those Pods became unschedulable: each of them has been
+	// unschedulable at least since then.
+	// +required
+	Since metav1.Time `json:"since"`
 }
 
 // NodeGroup is a set of a member's schedulable nodes (Ready, not cordoned) that have the same
