@@ -26,7 +26,7 @@ var (
 )
 
 // untracked are the fields server-side apply never records as anyone's (apiVersion and kind
-// neither, but both objects keep theirs, which are the same).
+// neither, but desired keeps them to be typed, and they are the same in both).
 var untracked = [][]string{
 	{"metadata", "name"}, {"metadata", "namespace"}, {"metadata", "creationTimestamp"},
 	{"metadata", "uid"}, {"metadata", "resourceVersion"}, {"metadata", "generation"},
@@ -36,8 +36,8 @@ var untracked = [][]string{
 
 // Unchanged reports whether applying desired (an apply configuration as unstructured data)
 // as manager, to the main resource, would leave live (read with its managedFields) as it is:
-// manager's Apply entry is of desired's apiVersion and the fields it owns hold exactly
-// desired's values, no more and no fewer. Anything it cannot tell (no entry, another
+// manager's Apply entry is of desired's apiVersion, it owns exactly the fields desired sets,
+// and they hold desired's values. Anything it cannot tell (no entry, another
 // apiVersion, a value it cannot type) is a change: the caller applies, as it would have.
 //
 // A field someone else changed since the apply is theirs (an update takes it from the
@@ -77,20 +77,81 @@ func Unchanged(live, desired *unstructured.Unstructured, manager string) bool {
 		// A kind with a status subresource: an apply of the main resource ignores status.
 		delete(want.Object, "status")
 	}
-	prune(want.Object)
-	prune(haveMap)
-	// The kind, to type the object with (Unchanged checked both are the same).
-	haveMap["apiVersion"], haveMap["kind"] = live.GetAPIVersion(), live.GetKind()
-	haveTyped, err := tc.ObjectToTyped(&unstructured.Unstructured{Object: haveMap}, typed.AllowDuplicates)
-	if err != nil {
-		return false
+	if m, ok := want.Object["metadata"].(map[string]any); ok && len(m) == 0 {
+		delete(want.Object, "metadata") // it held only the name
 	}
+	// The fields an apply would own now are the ones owned: no more (one no longer
+	// desired), no fewer (one taken by someone else, or removed).
 	wantTyped, err := tc.ObjectToTyped(want)
 	if err != nil {
 		return false
 	}
-	c, err := haveTyped.Compare(wantTyped)
-	return err == nil && c.IsSame()
+	wantSet, err := wantTyped.ToFieldSet()
+	if err != nil {
+		return false
+	}
+	if !wantSet.Difference(typeMeta).Leaves().Equals(owned.Leaves()) {
+		return false
+	}
+	// And they hold the values desired. Only a field owned whole (an atomic map or list)
+	// may hold more than desired: the defaults the apiserver filled in at the apply.
+	prune(want.Object)
+	prune(haveMap)
+	haveMap["apiVersion"], haveMap["kind"] = live.GetAPIVersion(), live.GetKind()
+	return covers(haveMap, want.Object)
+}
+
+// typeMeta are the fields every object has and no one owns.
+var typeMeta = fieldpath.NewSet(fieldpath.MakePathOrDie("apiVersion"), fieldpath.MakePathOrDie("kind"))
+
+// covers reports whether have holds want: the same scalars (numbers compared as numbers), the
+// same lists item by item, and every key of want's maps (have may hold more).
+func covers(have, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range w {
+			if hv, ok := h[k]; !ok || !covers(hv, v) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		h, ok := have.([]any)
+		if !ok || len(h) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !covers(h[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		if hn, ok := number(have); ok {
+			wn, ok := number(want)
+			return ok && hn == wn
+		}
+		return have == want
+	}
+}
+
+// number is a JSON number as a float64.
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
 }
 
 // applyEntry is manager's entry for its applies of the main resource.
