@@ -23,6 +23,14 @@ func withManager(u *unstructured.Unstructured, manager, apiVersion string, op me
 	return u
 }
 
+// binding is a ValidatingAdmissionPolicyBinding whose spec.matchResources (an atomic map) is
+// matchResources.
+func binding(matchResources map[string]any) *unstructured.Unstructured {
+	u := obj("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", map[string]any{"spec": map[string]any{"matchResources": matchResources}})
+	unstructured.RemoveNestedField(u.Object, "metadata", "namespace")
+	return u
+}
+
 func TestUnchanged(t *testing.T) {
 	data := func(kv ...string) map[string]any {
 		m := map[string]any{}
@@ -54,6 +62,12 @@ func TestUnchanged(t *testing.T) {
 			"flotilla", "example.com/v1", metav1.ManagedFieldsOperationApply, `{"f:spec":{"f:size":{},"f:tags":{}}}`), widget, true},
 		{"a custom resource's list changed", withManager(obj("example.com/v1", "Widget", map[string]any{"spec": map[string]any{"size": int64(3), "tags": []any{"y"}}}),
 			"flotilla", "example.com/v1", metav1.ManagedFieldsOperationApply, `{"f:spec":{"f:size":{},"f:tags":{}}}`), widget, false},
+		{"a field owned whole holding the apiserver's defaults too", withManager(binding(map[string]any{"matchPolicy": "Equivalent", "objectSelector": map[string]any{},
+			"namespaceSelector": map[string]any{"matchLabels": map[string]any{"a": "b"}}}), "flotilla", "admissionregistration.k8s.io/v1", metav1.ManagedFieldsOperationApply,
+			`{"f:spec":{"f:matchResources":{}}}`), binding(map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"a": "b"}}}), true},
+		{"a field owned whole holding something else", withManager(binding(map[string]any{"matchPolicy": "Equivalent",
+			"namespaceSelector": map[string]any{"matchLabels": map[string]any{"a": "c"}}}), "flotilla", "admissionregistration.k8s.io/v1", metav1.ManagedFieldsOperationApply,
+			`{"f:spec":{"f:matchResources":{}}}`), binding(map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"a": "b"}}}), false},
 		{"nothing live", nil, desired, false},
 	}
 	for _, c := range cases {
