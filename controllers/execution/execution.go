@@ -37,6 +37,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/applied"
 	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/join"
 	"github.com/flotilla-io/flotilla/internal/member"
@@ -267,7 +268,7 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 			return ctrl.Result{}, err
 		}
 	}
-	if r.upToDate(ctx, m, work, objs) {
+	if r.upToDate(ctx, m, work, objs) || r.unchangedSinceStart(ctx, m, work, objs) {
 		r.crdsEstablished(ctx, cluster, m, work, objs)
 		// Nothing to apply, but the condition may still say otherwise (Unknown after a blip,
 		// a failure whose retry found the object already right): repair it.
@@ -313,6 +314,7 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 		autoscaler = hpa
 	}
 	r.remember(work, objs, autoscaler)
+	applies.WithLabelValues(cluster, "applied").Inc()
 	// One line per apply, at debug level: the sharding test counts them.
 	log.V(1).Info("Applied the Work's manifests", "generation", work.Generation)
 	r.crdsEstablished(ctx, cluster, m, work, objs)
@@ -438,17 +440,9 @@ func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Mem
 		return nil, "", err
 	}
 	adopting := memberobject.Owner(cur, obj, r.HostID) == memberobject.KarmadaLeftover
-	desired, autoscaler, err := r.retain(ctx, m, obj, cur)
+	desired, autoscaler, err := r.desired(ctx, m, obj, cur)
 	if err != nil {
 		return nil, "", err
-	}
-	if r.HostID != "" {
-		ann := desired.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann[wellknown.HostIDAnnotation] = r.HostID
-		desired.SetAnnotations(ann)
 	}
 	ns := obj.GetNamespace()
 	if ns != "" {
@@ -482,6 +476,65 @@ func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Mem
 	obj.SetUID(desired.GetUID())
 	obj.SetResourceVersion(desired.GetResourceVersion())
 	return desired, autoscaler, nil
+}
+
+// desired is the apply configuration of obj given the member object as it is (cur, nil when
+// there is none): what the member owns retained (see retain), and this host's annotation.
+func (r *Reconciler) desired(ctx context.Context, m *member.Member, obj, cur *unstructured.Unstructured) (*unstructured.Unstructured, string, error) {
+	desired, autoscaler, err := r.retain(ctx, m, obj, cur)
+	if err != nil {
+		return nil, "", err
+	}
+	if r.HostID != "" {
+		ann := desired.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[wellknown.HostIDAnnotation] = r.HostID
+		desired.SetAnnotations(ann)
+	}
+	return desired, autoscaler, nil
+}
+
+// unchangedSinceStart reports whether the Work's one member object is as this controller last
+// applied it, when nothing is remembered of that apply (the manager started since, or this
+// replica just took the Work's shard over) and the Work's Applied condition says its
+// generation was applied: the member object's managedFields say what the field manager
+// "flotilla" owns, and those fields must hold exactly what an apply would write now
+// (applied.Unchanged). It costs one read of the member (the member cache holds no
+// managedFields) instead of an apply; an object someone changed or deleted since, one of
+// another host, or one being adopted from Karmada is applied as before. When it is
+// unchanged, the object is remembered as after an apply.
+func (r *Reconciler) unchangedSinceStart(ctx context.Context, m *member.Member, work *workv1alpha1.Work, objs []*unstructured.Unstructured) bool {
+	if len(objs) != 1 || !appliedCurrent(work) || len(work.Status.ManifestStatuses) == 0 {
+		return false
+	}
+	if _, remembered := r.applied.Load(work.UID); remembered {
+		return false
+	}
+	obj := objs[0]
+	if obj.GetAnnotations()[wellknown.AdoptKarmadaUIDAnnotation] != "" {
+		return false
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(obj.GroupVersionKind())
+	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+		return false
+	}
+	if memberobject.CheckConflict(live, obj, r.HostID) != nil || live.GetLabels()[wellknown.ManagedLabel] != wellknown.ManagedLabelValue {
+		return false
+	}
+	desired, autoscaler, err := r.desired(ctx, m, obj, live)
+	if err != nil || !applied.Unchanged(live, desired, wellknown.FieldManager) {
+		return false
+	}
+	obj.SetGeneration(live.GetGeneration())
+	obj.SetUID(live.GetUID())
+	obj.SetResourceVersion(live.GetResourceVersion())
+	r.remember(work, objs, autoscaler)
+	applies.WithLabelValues(m.Name, "unchanged").Inc()
+	ctrl.LoggerFrom(ctx).V(1).Info("Member object unchanged since the last apply; not applied again")
+	return true
 }
 
 // finishAdoption removes what Karmada left on a member object of a template migrated from it

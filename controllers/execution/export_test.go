@@ -16,3 +16,9 @@ func (r *Reconciler) RemembersMember(cluster string) int {
 	}
 	return n
 }
+
+// ForgetApplied forgets every apply and Applied condition written, as a restart does.
+func (r *Reconciler) ForgetApplied() {
+	r.applied.Clear()
+	r.written.Clear()
+}

@@ -46,6 +46,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -59,6 +61,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/internal/applied"
 	"github.com/flotilla-io/flotilla/internal/systemnamespace"
 )
 
@@ -122,6 +125,10 @@ func ValidateHostControllers(ids []string) error {
 // HoldReconciler keeps the host hold in place.
 type HoldReconciler struct {
 	Client client.Client
+	// Reader reads the hold's objects whole, managedFields included (the cache drops them),
+	// to apply only what differs: a start with the hold in place writes nothing.
+	// SetupWithManager sets it to the manager's API reader when nil.
+	Reader client.Reader
 	// HostControllers are the identities whose writes to templates are denied; empty means
 	// DefaultHostControllers.
 	HostControllers []string
@@ -146,21 +153,21 @@ func (r *HoldReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	if len(ids) == 0 {
 		ids = DefaultHostControllers
 	}
-	if err := r.Client.Apply(ctx, HoldPolicy(ids), opts...); err != nil {
+	if err := r.apply(ctx, HoldPolicy(ids), opts...); err != nil {
 		return ctrl.Result{}, fmt.Errorf("applying ValidatingAdmissionPolicy %s: %w", HoldPolicyName, err)
 	}
 	if r.Jobs {
-		if err := r.Client.Apply(ctx, JobPolicy(), opts...); err != nil {
+		if err := r.apply(ctx, JobPolicy(), opts...); err != nil {
 			return ctrl.Result{}, fmt.Errorf("applying MutatingAdmissionPolicy %s: %w", JobPolicyName, err)
 		}
 	}
 	var errs []error
 	for _, b := range holdBindings() {
-		if err := r.Client.Apply(ctx, b.validating(), opts...); err != nil && !apierrors.IsInvalid(err) {
+		if err := r.apply(ctx, b.validating(), opts...); err != nil && !apierrors.IsInvalid(err) {
 			errs = append(errs, fmt.Errorf("applying ValidatingAdmissionPolicyBinding %s: %w", b.name, err))
 		}
 		if r.Jobs {
-			if err := r.Client.Apply(ctx, b.mutating(), opts...); err != nil {
+			if err := r.apply(ctx, b.mutating(), opts...); err != nil {
 				errs = append(errs, fmt.Errorf("applying MutatingAdmissionPolicyBinding %s: %w", b.jobName, err))
 			}
 		}
@@ -172,6 +179,24 @@ func (r *HoldReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 		}
 	}
 	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// apply server-side applies one of the hold's objects, unless the object is already as
+// applied: the fields the field manager owns in it hold exactly what the apply would write
+// (applied.Unchanged; an edit by anyone else takes the fields it changed from the manager).
+// The read costs the host less than an apply that changes nothing, and is no write.
+func (r *HoldReconciler) apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	if r.Reader != nil {
+		if desired, err := applied.ToUnstructured(obj); err == nil {
+			live := &unstructured.Unstructured{}
+			live.SetGroupVersionKind(desired.GroupVersionKind())
+			if err := r.Reader.Get(ctx, client.ObjectKey{Name: desired.GetName()}, live); err == nil &&
+				applied.Unchanged(live, desired, wellknown.FieldManager) {
+				return nil
+			}
+		}
+	}
+	return r.Client.Apply(ctx, obj, opts...)
 }
 
 // replaceSets puts a binding's validation actions and namespace selector back to exactly
@@ -423,6 +448,9 @@ func (r *HoldReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.Jobs = ServesMutatingPolicies(mgr.GetRESTMapper())
+	if r.Reader == nil {
+		r.Reader = mgr.GetAPIReader()
+	}
 	if !r.Jobs {
 		mgr.GetLogger().Info("The host does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (Kubernetes 1.36+): held Jobs keep no spec.managedBy, and the host's Job controller retries them, denied")
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	"github.com/flotilla-io/flotilla/controllers/namespace"
@@ -110,6 +111,15 @@ var _ = Describe("The host hold", Ordered, func() {
 		p.Spec.Validations = p.Spec.Validations[:1]
 		Expect(env.Host.Patch(ctx, p, patch)).To(Succeed())
 		expectHold(ctx)
+	})
+
+	It("writes nothing when it starts again with the hold in place", func(ctx SpecContext) {
+		expectHold(ctx)
+		counted := &countingClient{Client: env.Host}
+		again := &namespace.HoldReconciler{Client: counted, Reader: env.Host, Jobs: namespace.ServesMutatingPolicies(env.Host.RESTMapper())}
+		_, err := again.Reconcile(ctx, reconcile.Request{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(counted.writes).To(BeZero())
 	})
 
 	It("undoes an edit of the binding's policy name", func(ctx SpecContext) {
@@ -452,4 +462,20 @@ var _ = Describe("Opting in a namespace Flotilla never propagates from", func() 
 func probePod(ns string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+}
+
+// countingClient counts the writes made through it.
+type countingClient struct {
+	client.Client
+	writes int
+}
+
+func (c *countingClient) Apply(ctx context.Context, obj k8sruntime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	c.writes++
+	return c.Client.Apply(ctx, obj, opts...)
+}
+
+func (c *countingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	c.writes++
+	return c.Client.Update(ctx, obj, opts...)
 }

@@ -1,0 +1,55 @@
+package execution_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/controllers/execution"
+	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
+)
+
+// After a restart the controller remembers no apply: the member objects' managedFields say
+// whether each is as it last applied it.
+var _ = Describe("Works looked at again after a restart", Ordered, func() {
+	const ns = "exec-restart"
+
+	It("are not applied again when their member object is as last applied", func(ctx SpecContext) {
+		deploy := fleettest.Deployment(ns, "web", 2)
+		deploy.Spec.Template.Annotations = map[string]string{"a": "b"}
+		w := createWork(ctx, "member2", deploy)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Eventually(func(g Gomega) { env.Get(ctx, g, w); g.Expect(w.Status.ManifestStatuses).NotTo(BeEmpty()) }).WithContext(ctx).Should(Succeed())
+
+		reconciler.ForgetApplied()
+		applied, unchanged := execution.Applies("member2", "applied"), execution.Applies("member2", "unchanged")
+		// Someone adds an annotation of their own in the member: the object's event brings
+		// the Work back, and what Flotilla applied is still as it was.
+		d := memberObject(ctx, Default, "member2", deploy)
+		patch := client.MergeFrom(d.DeepCopy())
+		d.Annotations["someone"] = "else"
+		Expect(env.Members["member2"].Patch(ctx, d, patch, client.FieldOwner("someone"))).To(Succeed())
+
+		Eventually(func() float64 { return execution.Applies("member2", "unchanged") }).WithContext(ctx).Should(BeNumerically(">", unchanged))
+		Expect(execution.Applies("member2", "applied")).To(Equal(applied))
+		Expect(memberObject(ctx, Default, "member2", deploy).Annotations).To(HaveKeyWithValue("someone", "else"))
+	})
+
+	It("put back what someone changed in the member while the manager was down", func(ctx SpecContext) {
+		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v", "l": "w"})
+		w := createWork(ctx, "member2", cm)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Eventually(func(g Gomega) { env.Get(ctx, g, w); g.Expect(w.Status.ManifestStatuses).NotTo(BeEmpty()) }).WithContext(ctx).Should(Succeed())
+
+		reconciler.ForgetApplied()
+		c := memberObject(ctx, Default, "member2", cm)
+		patch := client.MergeFrom(c.DeepCopy())
+		c.Data = map[string]string{"k": "changed by hand"} // l removed, k changed
+		Expect(env.Members["member2"].Patch(ctx, c, patch, client.FieldOwner("kubectl-edit"))).To(Succeed())
+
+		Eventually(func(g Gomega) map[string]string { return memberObject(ctx, g, "member2", cm).Data }).
+			WithContext(ctx).Should(Equal(map[string]string{"k": "v", "l": "w"}))
+	})
+})
