@@ -19,7 +19,6 @@ cd "$(dirname "$0")/.."
 timeout=${1:-40m}
 shift || true
 [ $# -gt 0 ] || set -- ./...
-jobs=${TEST_BUILD_JOBS:-$(nproc)}
 bin=$(mktemp -d "${TMPDIR:-/tmp}/flotilla-test-bin-XXXXXX")
 trap 'rm -rf "$bin"' EXIT
 
@@ -27,26 +26,47 @@ trap 'rm -rf "$bin"' EXIT
 list=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' "$@") || exit 1
 
 # The binaries that tests run as processes of their own, built once here for every package
-# (test/e2e/framework.PrebuiltEnv), as make build builds them.
-tools=(manager=. agent=./cmd/agent kubectl-flotilla=./cmd/kubectl-flotilla kubectl=./test/tools/kubectl)
-mkdir -p "$bin/tools"
+# (test/e2e/framework.PrebuiltEnv), as make build builds them, beside the test binaries.
 export FLOTILLA_TEST_BINS="$bin/tools"
+mkdir -p "$FLOTILLA_TEST_BINS"
+(
+	export CGO_ENABLED=0
+	go build -o "$FLOTILLA_TEST_BINS/manager" . &&
+		go build -o "$FLOTILLA_TEST_BINS/" ./cmd/agent ./cmd/kubectl-flotilla ./test/tools/kubectl
+) &
+tools=$!
 
-echo "building $(wc -l <<<"$list") test binaries and ${#tools[@]} tools ($jobs at a time)"
-# go test -c writes nothing for a package without tests; a package whose tests do not compile
-# fails here, with the compiler's message.
-if ! { printf '%s\n' "${tools[@]}"; cut -d' ' -f1 <<<"$list"; } | xargs -P "$jobs" -I{} sh -c '
-	case "$2" in
-	*=*) CGO_ENABLED=0 go build -o "$1/tools/${2%%=*}" "${2#*=}" || exit 255 ;;
-	*) go test -c -o "$1/$(printf %s "$2" | tr / _).test" "$2" || exit 255 ;;
-	esac' _ "$bin" {}; then
-	echo "FAIL	(building the test binaries)"
+# go test -c -o DIR/ names each binary after the last element of the import path, so packages
+# whose last elements clash go to different batches: batch N holds each name's Nth package.
+# A batch is one go command (parallel inside); one per package would load the module's
+# package graph ~90 times.
+declare -A seen
+declare -a batches exes
+while read -r pkg dir; do
+	elem=${pkg##*/}
+	n=${seen[$elem]:-0}
+	seen[$elem]=$((n + 1))
+	batches[n]+=" $pkg"
+	exes+=("$bin/b$n/$elem.test")
+done <<<"$list"
+
+echo "building $(wc -l <<<"$list") test binaries in ${#batches[@]} batches, and the tools"
+build_failed=0
+for n in "${!batches[@]}"; do
+	# shellcheck disable=SC2086 # the batch is a list of import paths
+	go test -c -o "$bin/b$n/" ${batches[n]} || build_failed=1
+done
+wait "$tools" || build_failed=1
+if [ "$build_failed" -ne 0 ]; then
+	echo "FAIL	(building the test binaries or the tools)"
 	exit 1
 fi
 
 failed=0
+i=0
 while read -r pkg dir; do
-	exe="$bin/$(printf %s "$pkg" | tr / _).test"
+	exe=${exes[i]}
+	i=$((i + 1))
 	out="$bin/out"
 	start=$(date +%s.%N)
 	(cd "$dir" && "$exe" -test.paniconexit0 -test.timeout="$timeout" ${TEST_ARGS:-}) >"$out" 2>&1
