@@ -68,9 +68,10 @@ rollout-timing: k8s-bins ## Progressive rollout measurements on the e2e fleet: t
 .PHONY: test
 test: k8s-bins ## Unit, integration and end-to-end tests against real apiservers (binaries built on first run).
 	@# Suites that start clusters run one package at a time: on a 2-core machine several
-	@# fleets at once starve each other's controllers. Building stays parallel.
-	go test -run '^$$' ./... >/dev/null
-	go test -p 1 $(GO_TEST_FLAGS) ./... -timeout 40m
+	@# fleets at once starve each other's controllers. Building and linking stay parallel
+	@# (hack/test.sh: go test -p 1 would link each test binary serially between runs).
+	@# With GO_TEST_FLAGS set (e.g. -race, -run X), plain go test -p 1 as before.
+	$(if $(strip $(GO_TEST_FLAGS)),go test -p 1 $(GO_TEST_FLAGS) ./... -timeout 40m,hack/test.sh 40m)
 
 .PHONY: test-unit
 test-unit: ## Pure unit tests only (no apiserver).

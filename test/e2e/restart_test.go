@@ -73,11 +73,8 @@ var _ = Describe("Restarts", func() {
 
 	It("applies every Work once after the manager is killed mid-propagation and restarted", func(ctx context.Context) {
 		dir := GinkgoT().TempDir()
-		bin := filepath.Join(dir, "manager")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-		build.Dir = framework.RepoRoot()
-		out, err := build.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "%s", out)
+		bin, err := framework.BuildManager(ctx)
+		Expect(err).NotTo(HaveOccurred())
 		kubeconfig, err := env.ManagerKubeconfig(ctx, dir)
 		Expect(err).NotTo(HaveOccurred())
 

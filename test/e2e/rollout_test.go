@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -76,12 +74,9 @@ var _ = Describe("Progressive rollout: stages, soak, approval, halt and undo", O
 	}
 
 	BeforeAll(func(ctx context.Context) {
-		plugin = filepath.Join(GinkgoT().TempDir(), "kubectl-flotilla")
-		build := exec.CommandContext(ctx, "go", "build", "-o", plugin, "./cmd/kubectl-flotilla")
-		build.Dir = framework.RepoRoot()
-		build.Env = os.Environ()
-		out, err := build.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "build the plugin: %s", out)
+		var err error
+		plugin, err = framework.BuildPlugin(ctx)
+		Expect(err).NotTo(HaveOccurred(), "build the plugin")
 
 		templateNamespace(ctx, ns)
 		Expect(env.Host.Create(ctx, &policyv1alpha1.PropagationPolicy{

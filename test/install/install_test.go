@@ -46,7 +46,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	// Build the manager while the fleet starts.
 	bin := filepath.Join(tmp, "manager")
 	built := make(chan error, 1)
-	go func() { built <- buildManager(ctx, root, bin) }()
+	go func() { built <- buildManager(ctx, bin) }()
 
 	data, err := deploy.Installer(root, "")
 	Expect(err).NotTo(HaveOccurred())

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/flotilla-io/flotilla/test/e2e/framework"
 )
 
 // managerProcess is the manager binary running as a child process.
@@ -27,15 +29,14 @@ type managerProcess struct {
 	waitErr error
 }
 
-// buildManager builds the manager from the repository root exactly as `make build` does.
-func buildManager(ctx context.Context, root, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build -o %s .: %w\n%s", out, err, b)
+// buildManager builds the manager from the repository root exactly as `make build` does
+// (CGO_ENABLED=0; or takes make test's, built so: framework.PrebuiltEnv) and links it at out.
+func buildManager(ctx context.Context, out string) error {
+	bin, err := framework.BuildManager(ctx)
+	if err != nil {
+		return err
 	}
-	return nil
+	return os.Symlink(bin, out)
 }
 
 // freePort returns a loopback port that was free a moment ago.

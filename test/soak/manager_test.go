@@ -19,24 +19,21 @@ import (
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
 )
 
-// buildManager builds the manager binary from the repository, as test/bench does.
-func buildManager(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "manager")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	build.Dir = framework.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the manager: %v\n%s", err, out)
+// buildManager builds the manager binary from the repository (or takes make test's: see
+// framework.PrebuiltEnv).
+func buildManager(ctx context.Context) (string, error) {
+	bin, err := framework.BuildManager(ctx)
+	if err != nil {
+		return "", fmt.Errorf("building the manager: %w", err)
 	}
 	return bin, nil
 }
 
-// buildAgent builds the Pull agent binary (cmd/agent) into dir.
-func buildAgent(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "agent")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/agent")
-	build.Dir = framework.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the agent: %v\n%s", err, out)
+// buildAgent builds the Pull agent binary (cmd/agent), or takes make test's.
+func buildAgent(ctx context.Context) (string, error) {
+	bin, err := framework.BuildAgent(ctx)
+	if err != nil {
+		return "", fmt.Errorf("building the agent: %w", err)
 	}
 	return bin, nil
 }

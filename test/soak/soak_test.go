@@ -305,9 +305,9 @@ func (s *soaker) setUp() {
 	built := make(chan struct{})
 	go func() {
 		defer close(built)
-		bin, buildErr = buildManager(s.ctx, s.dir)
+		bin, buildErr = buildManager(s.ctx)
 		if buildErr == nil && s.cfg.pull {
-			agentBin, buildErr = buildAgent(s.ctx, s.dir)
+			agentBin, buildErr = buildAgent(s.ctx)
 		}
 	}()
 	// With status churn the members are full clusters, as the e2e's.
