@@ -10,8 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/internal/localcluster"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
 )
@@ -118,7 +121,7 @@ var _ = Describe("Scheduling by what fits on the members' nodes", Ordered, func(
 			onMember1 := 0
 			for i := range n {
 				got := placed(ctx, ns, fmt.Sprintf("w%02d", i))
-				g.Expect(got).To(HaveLen(1), "w%02d is placed on one member", i)
+				g.Expect(got).To(HaveLen(1), "w%02d is placed on one member; %s", i, bindingState(ctx, ns, fmt.Sprintf("w%02d", i)))
 				for m, r := range got {
 					g.Expect(r).To(Equal(framework.Replicas{Spec: 1, Ready: 1}), "w%02d on %s", i, m)
 					if m == "member1" {
@@ -130,3 +133,16 @@ var _ = Describe("Scheduling by what fits on the members' nodes", Ordered, func(
 		}).WithContext(ctx).Should(Succeed())
 	})
 })
+
+// bindingState says where a Deployment's binding places it and why, for a failure message.
+func bindingState(ctx context.Context, ns, name string) string {
+	rb := &workv1alpha2.ResourceBinding{}
+	if err := env.Host.Get(ctx, types.NamespacedName{Namespace: ns, Name: detector.BindingName("Deployment", name)}, rb); err != nil {
+		return "its binding: " + err.Error()
+	}
+	var conds []string
+	for _, c := range rb.Status.Conditions {
+		conds = append(conds, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return fmt.Sprintf("its binding places %v, conditions %v", targetReplicas(rb), conds)
+}
