@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
@@ -41,17 +43,18 @@ var _ = Describe("Scheduling by what fits on the members' nodes", Ordered, func(
 	// The specs leave the members as they found them: after the last one, the cleanup waits
 	// until every member's Cluster reports the CPU free again that it had before the first
 	// (other specs size their workloads by it; the suite refreshes it every 5 s).
+	before := map[string]int64{}
+	freeAgain := func(ctx context.Context) {
+		for m, free := range before {
+			Eventually(func(g Gomega) int64 { return freeCPU(ctx, g, m) }).WithContext(ctx).
+				Should(BeNumerically(">=", free), "%s's CPU is free again", m)
+		}
+	}
 	BeforeAll(func(ctx context.Context) {
-		before := map[string]int64{}
 		for _, m := range []string{"member1", "member2", "member3"} {
 			Eventually(func(g Gomega) { before[m] = freeCPU(ctx, g, m) }).WithContext(ctx).Should(Succeed())
 		}
-		DeferCleanup(func(ctx context.Context) {
-			for m, free := range before {
-				Eventually(func(g Gomega) int64 { return freeCPU(ctx, g, m) }).WithContext(ctx).
-					Should(BeNumerically(">=", free), "%s's CPU is free again", m)
-			}
-		})
+		DeferCleanup(freeAgain)
 	})
 	placed := func(ctx context.Context, ns, name string) map[string]framework.Replicas {
 		out := map[string]framework.Replicas{}
@@ -101,6 +104,9 @@ var _ = Describe("Scheduling by what fits on the members' nodes", Ordered, func(
 		// large node, one on the small one). Without holds, every binding saw that room and
 		// most of the twenty went there; the rest stayed Pending.
 		const ns, n = "burst-e2e", 20
+		// The specs before this one leave pods terminating on every member; the twenty need
+		// the whole room the members had before the first spec.
+		freeAgain(ctx)
 		templateNamespace(ctx, ns)
 		DeferCleanup(func(ctx context.Context) {
 			_ = env.Host.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
@@ -123,7 +129,7 @@ var _ = Describe("Scheduling by what fits on the members' nodes", Ordered, func(
 				got := placed(ctx, ns, fmt.Sprintf("w%02d", i))
 				g.Expect(got).To(HaveLen(1), "w%02d is placed on one member; %s", i, bindingState(ctx, ns, fmt.Sprintf("w%02d", i)))
 				for m, r := range got {
-					g.Expect(r).To(Equal(framework.Replicas{Spec: 1, Ready: 1}), "w%02d on %s", i, m)
+					g.Expect(r).To(Equal(framework.Replicas{Spec: 1, Ready: 1}), "w%02d on %s; %s", i, m, podState(ctx, m, ns, fmt.Sprintf("w%02d", i)))
 					if m == "member1" {
 						onMember1++
 					}
@@ -145,4 +151,27 @@ func bindingState(ctx context.Context, ns, name string) string {
 		conds = append(conds, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
 	}
 	return fmt.Sprintf("its binding places %v, conditions %v", targetReplicas(rb), conds)
+}
+
+// podState says, for a failure message, what a member's pods of a Deployment wait for: their
+// phase, node and the PodScheduled condition's message, and the member's free CPU.
+func podState(ctx context.Context, member, ns, name string) string {
+	pods := &corev1.PodList{}
+	if err := env.Members[member].List(ctx, pods, client.InNamespace(ns)); err != nil {
+		return "its pods: " + err.Error()
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if !strings.HasPrefix(p.Name, name+"-") {
+			continue
+		}
+		state := fmt.Sprintf("%s %s on %q", p.Name, p.Status.Phase, p.Spec.NodeName)
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+				state += fmt.Sprintf(" (%s: %s)", c.Reason, c.Message)
+			}
+		}
+		out = append(out, state)
+	}
+	return fmt.Sprintf("its pods on %s: %v", member, out)
 }
