@@ -35,15 +35,7 @@ func (r *Reconciler) templateOfCron(c *autoscalingv1alpha1.CronFederatedHPA) []K
 	if err != nil || gvk.GroupKind() == cronfhpa.FederatedHPA {
 		return nil
 	}
-	if r.watcher != nil {
-		for w := range r.watcher.watchedKinds() {
-			if w.GroupKind() == gvk.GroupKind() {
-				gvk = w
-				break
-			}
-		}
-	}
-	return []Key{{GVK: schema.GroupVersionKind(gvk), NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Spec.ScaleTargetRef.Name}}}
+	return []Key{{GVK: r.watchedVersion(schema.GroupVersionKind(gvk)), NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Spec.ScaleTargetRef.Name}}}
 }
 
 // cronScaleChanged reports whether an update of a CronFederatedHPA may change its target's

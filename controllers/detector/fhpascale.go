@@ -36,15 +36,7 @@ func (r *Reconciler) templateOfFHPA(h *autoscalingv1alpha1.FederatedHPA) []Key {
 	if err != nil || h.Spec.ScaleTargetRef.Kind == "" || h.Spec.ScaleTargetRef.Name == "" {
 		return nil
 	}
-	gvk := gv.WithKind(h.Spec.ScaleTargetRef.Kind)
-	if r.watcher != nil {
-		for w := range r.watcher.watchedKinds() {
-			if w.GroupKind() == gvk.GroupKind() {
-				gvk = w
-				break
-			}
-		}
-	}
+	gvk := r.watchedVersion(gv.WithKind(h.Spec.ScaleTargetRef.Kind))
 	return []Key{{GVK: gvk, NamespacedName: types.NamespacedName{Namespace: h.Namespace, Name: h.Spec.ScaleTargetRef.Name}}}
 }
 
@@ -53,4 +45,19 @@ func (r *Reconciler) templateOfFHPA(h *autoscalingv1alpha1.FederatedHPA) []Key {
 func autoScaleChanged(o, n *autoscalingv1alpha1.FederatedHPA) bool {
 	return o.Spec.ScaleTargetRef != n.Spec.ScaleTargetRef || o.Status.DesiredReplicas != n.Status.DesiredReplicas ||
 		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
+}
+
+// watchedVersion returns gvk in the version the detector watches its kind in (a scaler names
+// its target in any served version; the template's Key has the watched one), or gvk itself
+// when the kind is not watched.
+func (r *Reconciler) watchedVersion(gvk schema.GroupVersionKind) schema.GroupVersionKind {
+	if r.watcher == nil {
+		return gvk
+	}
+	for w := range r.watcher.watchedKinds() {
+		if w.GroupKind() == gvk.GroupKind() {
+			return w
+		}
+	}
+	return gvk
 }
