@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,17 +53,29 @@ func initialPriority(o client.Object) int {
 	return max(p-1, handler.LowPriority)
 }
 
-// enqueueAt adds the bindings' keys at the priority priority gives each.
+// enqueueAt adds the bindings' keys at the priority priority gives each, highest first: an
+// idle worker takes the first key added at once, before the rest are in the queue, so the
+// order of the adds decides which binding goes first when many come back together (a
+// Cluster Ready again, capacity freed), not only the queue's order.
 func enqueueAt(q workqueue.TypedRateLimitingInterface[reconcile.Request], priority func(client.Object) int, objs ...client.Object) {
 	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
-	for _, o := range objs {
-		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}
-		if !ok {
-			q.Add(req)
-			continue
+	if !ok {
+		for _, o := range objs {
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
 		}
-		p := priority(o)
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: &p}, req)
+		return
+	}
+	type keyed struct {
+		req      reconcile.Request
+		priority int
+	}
+	adds := make([]keyed, len(objs))
+	for i, o := range objs {
+		adds[i] = keyed{reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}, priority(o)}
+	}
+	slices.SortStableFunc(adds, func(a, b keyed) int { return cmp.Compare(b.priority, a.priority) })
+	for _, a := range adds {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: &a.priority}, a.req)
 	}
 }
 
