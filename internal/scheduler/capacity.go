@@ -26,7 +26,8 @@ func AvailableReplicas(c *clusterv1alpha1.Cluster, request corev1.ResourceList) 
 // Karmada's scheduler does with its scheduler-estimator on: the smaller of what the summed
 // free resources allow (AvailableReplicas) and, when the cluster reports its node groups,
 // what fits node by node (package estimate). The placements the member has not reported yet
-// (held) are taken from both first. known is false when the cluster has not reported a
+// (held) are taken from both first, and node by node also the Pods the member counts as
+// waiting for a Node (estimate.Pending). known is false when the cluster has not reported a
 // resourceSummary, or reports no allocatable resources at all: no Node the cluster status
 // could read (an apiserver-only member, a credential that cannot list Nodes). Such a cluster
 // is not filtered or capped for want of room, as before estimates were used; a cluster whose
@@ -38,6 +39,11 @@ func EstimateReplicas(c *clusterv1alpha1.Cluster, request corev1.ResourceList, e
 	}
 	n := availableUnits(c, request, podSlot, held)
 	if len(rs.NodeGroups) > 0 && n > 0 {
+		// The Pods waiting for a Node are in the summed allocating above; node by node they
+		// are placed as the member's scheduler would place them, after the held placements.
+		if pending, ok := estimate.Pending(rs); ok {
+			held = append(held[:len(held):len(held)], pending)
+		}
 		n = int32(min(int64(n), e.Replicas(rs.NodeGroups, held)))
 	}
 	return n, true

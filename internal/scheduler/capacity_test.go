@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
 	"github.com/flotilla-io/flotilla/internal/scheduler/estimate"
 	st "github.com/flotilla-io/flotilla/internal/scheduler/schedulertest"
 )
@@ -56,5 +57,33 @@ func TestEstimateReplicasWithoutNodes(t *testing.T) {
 	full := st.NewCluster("c", st.Resources(map[string]string{"cpu": "4"}, map[string]string{"cpu": "4"}))
 	if n, known := EstimateReplicas(full, request, estimate.New(nil), nil); !known || n != 0 {
 		t.Errorf("full nodes: EstimateReplicas() = %d, %v; want 0, known", n, known)
+	}
+}
+
+// The Pods a member counts as waiting for a Node are in its summed allocating, but not yet in
+// any node group's free amounts. A 6-CPU Pod waiting on a member whose only node that holds 6
+// CPUs is free takes that node: the summed room (12 - 6 CPUs) still allows one more 6-CPU
+// replica, the nodes do not. Before, the estimate offered the large node twice.
+func TestEstimateReplicasCountsPendingPods(t *testing.T) {
+	c := st.NewCluster("c", func(c *clusterv1alpha1.Cluster) {
+		c.Status.ResourceSummary = &clusterv1alpha1.ResourceSummary{
+			Allocatable: st.List(map[string]string{"cpu": "12", "pods": "220"}),
+			Allocating:  st.List(map[string]string{"cpu": "6", "pods": "1"}),
+			NodeGroups: []clusterv1alpha1.NodeGroup{
+				{Count: 1, Free: st.List(map[string]string{"cpu": "8", "pods": "110"})},
+				{Count: 4, Free: st.List(map[string]string{"cpu": "1", "pods": "110"})},
+			},
+		}
+	})
+	request := st.List(map[string]string{"cpu": "6"})
+	e := estimate.New(&workv1alpha2.ReplicaRequirements{ResourceRequest: request})
+	if n, known := EstimateReplicas(c, request, e, nil); !known || n != 0 {
+		t.Errorf("a 6-CPU Pod waiting for the only large node: EstimateReplicas() = %d, %v; want 0, known", n, known)
+	}
+	// 1-CPU replicas: the waiting Pod takes 6 of the large node's 8; 2 there and 4 on the small.
+	small := st.List(map[string]string{"cpu": "1"})
+	e = estimate.New(&workv1alpha2.ReplicaRequirements{ResourceRequest: small})
+	if n, known := EstimateReplicas(c, small, e, nil); !known || n != 6 {
+		t.Errorf("1-CPU replicas: EstimateReplicas() = %d, %v; want 6, known", n, known)
 	}
 }

@@ -250,11 +250,10 @@ func (e *Estimator) replicasAfter(groups []clusterv1alpha1.NodeGroup, held []Hel
 		}
 	}
 	for i, h := range held {
+		// A held replica that fits nowhere stays Pending in the member: it takes nothing.
 		need := v.amounts(heldNeeds[i])
-		for range max(h.Replicas, 0) {
-			// A held replica that fits nowhere stays Pending in the member: it takes nothing.
-			_ = take(matching, need) || take(others, need)
-		}
+		left := takeN(matching, need, int64(max(h.Replicas, 0)))
+		takeN(others, need, left)
 	}
 	for _, node := range matching {
 		if total += perVector(node, mine); total >= Unlimited {
@@ -275,25 +274,59 @@ func perVector(free, need []int64) int64 {
 	return max(n, 0)
 }
 
-// take takes need from the first node it fits on, and reports whether it did.
-func take(nodes [][]int64, need []int64) bool {
+// takeN places n replicas that each need need, each on the first node it fits on (first
+// fit), and returns how many fit nowhere. Identical replicas placed first-fit one by one fill
+// the first node as far as it holds them, then the next: so does takeN, a node at a time,
+// which keeps a thousand Pending pods as cheap to place as one.
+func takeN(nodes [][]int64, need []int64, n int64) int64 {
 	for _, node := range nodes {
-		fits := true
-		for j, a := range need {
-			if node[j] < a {
-				fits = false
-				break
-			}
+		if n <= 0 {
+			break
 		}
-		if !fits {
+		k := min(perVector(node, need), n)
+		if k <= 0 {
 			continue
 		}
 		for j, a := range need {
 			if node[j] != math.MaxInt64 {
-				node[j] -= a
+				node[j] -= k * a
 			}
 		}
-		return true
+		n -= k
 	}
-	return false
+	return n
+}
+
+// Pending returns the Pods the cluster counts as waiting for a Node (status.resourceSummary's
+// allocating) as one held placement of that many replicas, each requesting the average of
+// their requests, or false when the cluster reports none. The node groups' free amounts only
+// subtract the Pods bound to a Node, so without it the room the member's scheduler is about
+// to give the waiting Pods would be offered again: a placement the member counts as Pending
+// is no longer held by the scheduler's ledger (it counts allocated and allocating Pods as
+// reported), and would be booked twice while the member's scheduler is slower than its
+// status sync. The average is exact for Pods of one workload and conservative otherwise
+// (the Pods are placed first fit where they could fit, even those kept Pending by a
+// constraint the groups do not show).
+func Pending(rs *clusterv1alpha1.ResourceSummary) (Held, bool) {
+	if rs == nil {
+		return Held{}, false
+	}
+	pods := rs.Allocating[corev1.ResourcePods]
+	count := pods.Value()
+	if count <= 0 {
+		return Held{}, false
+	}
+	request := make(corev1.ResourceList, len(rs.Allocating))
+	for name, q := range rs.Allocating {
+		if name == corev1.ResourcePods {
+			continue
+		}
+		each := max(Amount(name, q), 0) / count
+		if name == corev1.ResourceCPU {
+			request[name] = *resource.NewMilliQuantity(each, resource.DecimalSI)
+		} else {
+			request[name] = *resource.NewQuantity(each, q.Format)
+		}
+	}
+	return Held{Replicas: int32(min(count, math.MaxInt32)), Request: request}, true
 }

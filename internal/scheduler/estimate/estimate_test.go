@@ -123,3 +123,58 @@ func FuzzReplicas(f *testing.F) {
 		}
 	})
 }
+
+func TestPending(t *testing.T) {
+	if _, ok := Pending(nil); ok {
+		t.Error("Pending(nil) reports Pods")
+	}
+	if _, ok := Pending(&clusterv1alpha1.ResourceSummary{Allocating: list("cpu", "0", "pods", "0")}); ok {
+		t.Error("no Pod waiting: Pending reports Pods")
+	}
+	h, ok := Pending(&clusterv1alpha1.ResourceSummary{Allocating: list("cpu", "2500m", "memory", "3Gi", "nvidia.com/gpu", "2", "pods", "2")})
+	if !ok || h.Replicas != 2 {
+		t.Fatalf("Pending() = %+v, %v; want 2 replicas", h, ok)
+	}
+	for name, want := range map[corev1.ResourceName]string{"cpu": "1250m", "memory": "1536Mi", "nvidia.com/gpu": "1"} {
+		if got := h.Request[name]; got.Cmp(resource.MustParse(want)) != 0 {
+			t.Errorf("Pending() requests %s %s each, want %s", name, got.String(), want)
+		}
+	}
+	if _, ok := h.Request[corev1.ResourcePods]; ok {
+		t.Error(`Pending() requests "pods"`)
+	}
+}
+
+// takeN places identical replicas as placing them first fit one at a time would.
+func TestTakeNIsFirstFit(t *testing.T) {
+	oneByOne := func(nodes [][]int64, need []int64, n int64) int64 {
+		for ; n > 0; n-- {
+			placed := false
+			for _, node := range nodes {
+				if node[0] >= need[0] && node[1] >= need[1] {
+					node[0] -= need[0]
+					node[1] -= need[1]
+					placed = true
+					break
+				}
+			}
+			if !placed {
+				break
+			}
+		}
+		return n
+	}
+	for _, n := range []int64{0, 1, 3, 7, 50} {
+		a := [][]int64{{8000, 110}, {2000, 110}, {7900, 3}, {500, 110}}
+		b := [][]int64{{8000, 110}, {2000, 110}, {7900, 3}, {500, 110}}
+		need := []int64{2000, 1}
+		if got, want := takeN(a, need, n), oneByOne(b, need, n); got != want {
+			t.Errorf("takeN(%d) left %d unplaced, one by one %d", n, got, want)
+		}
+		for i := range a {
+			if a[i][0] != b[i][0] || a[i][1] != b[i][1] {
+				t.Errorf("takeN(%d): node %d has %v free, one by one %v", n, i, a[i], b[i])
+			}
+		}
+	}
+}
