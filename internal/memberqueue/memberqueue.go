@@ -59,7 +59,7 @@ type Queues[K comparable] struct {
 
 	mu      sync.Mutex
 	ctx     context.Context // set by Start
-	queues  map[string]workqueue.TypedRateLimitingInterface[K]
+	queues  map[string]priorityqueue.PriorityQueue[K]
 	started map[string]bool
 }
 
@@ -98,12 +98,7 @@ func (q *Queues[K]) Add(cluster string, key K) {
 // only checks that nothing changed (a manager that starts looks at everything again), so that
 // what did change goes first. A key already queued keeps the higher of its priorities.
 func (q *Queues[K]) AddLow(cluster string, key K) {
-	wq := q.queue(cluster)
-	if pq, ok := wq.(priorityqueue.PriorityQueue[K]); ok {
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, key)
-		return
-	}
-	wq.Add(key)
+	q.queue(cluster).AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, key)
 }
 
 // Remove shuts cluster's queue down, for a member whose Cluster is gone: its workers finish
@@ -132,11 +127,11 @@ func (q *Queues[K]) Len(cluster string) int {
 	return q.queue(cluster).Len()
 }
 
-func (q *Queues[K]) queue(cluster string) workqueue.TypedRateLimitingInterface[K] {
+func (q *Queues[K]) queue(cluster string) priorityqueue.PriorityQueue[K] {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.queues == nil {
-		q.queues = map[string]workqueue.TypedRateLimitingInterface[K]{}
+		q.queues = map[string]priorityqueue.PriorityQueue[K]{}
 		q.started = map[string]bool{}
 	}
 	wq, ok := q.queues[cluster]
@@ -175,9 +170,12 @@ func (q *Queues[K]) startLocked(cluster string) {
 	}
 }
 
-// next processes one key; it returns false once the queue is shut down.
-func (q *Queues[K]) next(ctx context.Context, cluster string, wq workqueue.TypedRateLimitingInterface[K]) bool {
-	key, shutdown := wq.Get()
+// next processes one key; it returns false once the queue is shut down. A key retried (an
+// error, RequeueAfter) keeps the priority it was taken with, as controller-runtime's
+// controllers do: a check that nothing changed, which failed once, does not jump ahead of
+// the new work it was queued behind.
+func (q *Queues[K]) next(ctx context.Context, cluster string, wq priorityqueue.PriorityQueue[K]) bool {
+	key, priority, shutdown := wq.GetWithPriority()
 	if shutdown {
 		return false
 	}
@@ -189,10 +187,10 @@ func (q *Queues[K]) next(ctx context.Context, cluster string, wq workqueue.Typed
 		wq.Forget(key)
 	case err != nil:
 		ctrl.LoggerFrom(ctx).Error(err, "Member work failed; retrying with backoff", "key", key)
-		wq.AddRateLimited(key)
+		wq.AddWithOpts(priorityqueue.AddOpts{RateLimited: true, Priority: &priority}, key)
 	case res.RequeueAfter > 0:
 		wq.Forget(key)
-		wq.AddAfter(key, res.RequeueAfter)
+		wq.AddWithOpts(priorityqueue.AddOpts{After: res.RequeueAfter, Priority: &priority}, key)
 	default:
 		wq.Forget(key)
 	}

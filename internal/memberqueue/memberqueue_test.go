@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -177,4 +178,59 @@ func TestRemove(t *testing.T) {
 	q.Remove("gone") // again: nothing to do
 	q.Add("gone", "b")
 	wait("gone/b")
+}
+
+// A key added low that fails is retried low: behind a low key that waited before it, not
+// ahead of it as a new key would be.
+func TestRetryKeepsLowPriority(t *testing.T) {
+	for _, retry := range []struct {
+		name   string
+		result func() (ctrl.Result, error)
+	}{
+		{"error", func() (ctrl.Result, error) { return ctrl.Result{}, errors.New("member did not answer") }},
+		{"RequeueAfter", func() (ctrl.Result, error) { return ctrl.Result{RequeueAfter: time.Millisecond}, nil }},
+	} {
+		t.Run(retry.name, func(t *testing.T) {
+			release := make(chan struct{})
+			order := make(chan string, 10)
+			var failed atomic.Bool
+			q := New("test", 1, func(ctx context.Context, cluster string, key string) (ctrl.Result, error) {
+				order <- key
+				switch key {
+				case "a":
+					<-release
+					if !failed.Swap(true) {
+						return retry.result()
+					}
+				case "new":
+					// Long enough for a's retry to be ready when the next key is taken.
+					time.Sleep(200 * time.Millisecond)
+				}
+				return ctrl.Result{}, nil
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() { _ = q.Start(ctx) }()
+			q.AddLow("m", "a")
+			if got := <-order; got != "a" {
+				t.Fatalf("took %s first, want a", got)
+			}
+			// While a is being processed: new work, and another check that nothing changed.
+			q.Add("m", "new")
+			q.AddLow("m", "c")
+			close(release)
+			var got []string
+			for range 3 {
+				select {
+				case k := <-order:
+					got = append(got, k)
+				case <-time.After(10 * time.Second):
+					t.Fatalf("processed %v, then nothing", got)
+				}
+			}
+			if want := []string{"new", "c", "a"}; !slices.Equal(got, want) {
+				t.Fatalf("processed %v after a's first try, want %v (a's retry stays low, behind c)", got, want)
+			}
+		})
+	}
 }
