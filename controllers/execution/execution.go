@@ -431,10 +431,30 @@ func (r *Reconciler) remember(work *workv1alpha1.Work, objs []*unstructured.Unst
 // it does not take over an object someone else manages, and with the fields the member owns
 // retained. It returns the member's answer and the member HPA whose replicas it kept, if
 // any, and records the answer's generation, UID and resourceVersion on obj.
+//
+// An object the member cache does not hold (it holds every object labelled
+// karmada.io/managed) is most often one no one has made yet: it is applied create-only
+// (memberobject.CreateOnly), one request, and read from the member only when the member says
+// it exists after all (someone else's, or ours before the cache has it).
 func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Member, obj *unstructured.Unstructured) (*unstructured.Unstructured, string, error) {
-	cur, err := r.observe(ctx, m, obj)
-	if err != nil {
-		return nil, "", err
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(obj.GroupVersionKind())
+	err := cachedGet(ctx, m, client.ObjectKeyFromObject(obj), cur)
+	switch {
+	case err == nil:
+	case apierrors.IsNotFound(err):
+		out, created, err := r.create(ctx, cluster, m, obj)
+		if err != nil || created {
+			return out, "", err
+		}
+		if cur, err = r.read(ctx, m, obj); err != nil {
+			return nil, "", err
+		}
+	default:
+		// The cache cannot say (the kind is not synced yet): ask the member.
+		if cur, err = r.read(ctx, m, obj); err != nil {
+			return nil, "", err
+		}
 	}
 	if err := memberobject.CheckConflict(cur, obj, r.HostID); err != nil && !r.madeNamespace(cur) {
 		return nil, "", err
@@ -444,17 +464,57 @@ func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Mem
 	if err != nil {
 		return nil, "", err
 	}
+	if err := r.apply(ctx, cluster, m, obj, desired); err != nil {
+		return nil, "", err
+	}
+	if err := r.finishAdoption(ctx, m, obj, desired, adopting); err != nil {
+		return nil, "", err
+	}
+	appliedAs(obj, desired)
+	return desired, autoscaler, nil
+}
+
+// create applies obj create-only. It reports created false, and no error, when the member
+// already has the object.
+func (r *Reconciler) create(ctx context.Context, cluster string, m *member.Member, obj *unstructured.Unstructured) (*unstructured.Unstructured, bool, error) {
+	desired, _, err := r.desired(ctx, m, obj, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	desired = memberobject.CreateOnly(desired)
+	if err := r.apply(ctx, cluster, m, obj, desired); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	appliedAs(obj, desired)
+	return desired, true, nil
+}
+
+// appliedAs records on obj the generation, UID and resourceVersion of the member's answer to
+// its apply.
+func appliedAs(obj, answer *unstructured.Unstructured) {
+	obj.SetGeneration(answer.GetGeneration())
+	obj.SetUID(answer.GetUID())
+	obj.SetResourceVersion(answer.GetResourceVersion())
+}
+
+// apply server-side applies desired, the manifest obj as it is to be applied, into its
+// namespace (made first when this connection has not seen it); desired becomes the member's
+// answer. A kind the member does not serve is a *kindNotServedError.
+func (r *Reconciler) apply(ctx context.Context, cluster string, m *member.Member, obj, desired *unstructured.Unstructured) error {
 	ns := obj.GetNamespace()
 	if ns != "" {
 		if err := r.ensureNamespace(ctx, cluster, m, ns); err != nil {
-			return nil, "", err
+			return err
 		}
 	}
 	apply := func() error {
 		return m.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired),
 			client.FieldOwner(wellknown.FieldManager), client.ForceOwnership)
 	}
-	err = apply()
+	err := apply()
 	if apierrors.IsNotFound(err) && ns != "" {
 		// Applying never fails with NotFound for the object itself: its namespace was
 		// deleted in the member since we saw it. Create it again.
@@ -465,17 +525,11 @@ func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Mem
 	}
 	if err != nil {
 		if served, serr := kindServed(ctx, m, obj.GroupVersionKind(), err); serr == nil && !served {
-			return nil, "", &kindNotServedError{gvk: obj.GroupVersionKind(), cluster: cluster}
+			return &kindNotServedError{gvk: obj.GroupVersionKind(), cluster: cluster}
 		}
-		return nil, "", fmt.Errorf("apply %s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
+		return fmt.Errorf("apply %s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
 	}
-	if err := r.finishAdoption(ctx, m, obj, desired, adopting); err != nil {
-		return nil, "", err
-	}
-	obj.SetGeneration(desired.GetGeneration())
-	obj.SetUID(desired.GetUID())
-	obj.SetResourceVersion(desired.GetResourceVersion())
-	return desired, autoscaler, nil
+	return nil
 }
 
 // desired is the apply configuration of obj given the member object as it is (cur, nil when
@@ -574,7 +628,7 @@ func workOf(obj *unstructured.Unstructured) *workv1alpha1.Work {
 // cacheSyncWait bounds how long a read of the member cache waits for the cache to sync the
 // object's kind, which it does within moments of a (re)connect. A member whose list of a kind
 // keeps failing (a custom resource whose conversion webhook is down) never syncs it: the
-// Works of that kind then fall back to reading the member (observe) and are retried, rather
+// Works of that kind then fall back to reading the member (read) and are retried, rather
 // than holding each of the member's few workers for the whole of memberqueue's timeout while
 // the member's other Works wait.
 const cacheSyncWait = 5 * time.Second
@@ -586,15 +640,11 @@ func cachedGet(ctx context.Context, m *member.Member, key client.ObjectKey, obj 
 	return m.Cached().Get(ctx, key, obj)
 }
 
-// observe returns the member object as it is: from the member cache, which holds only
-// objects labelled karmada.io/managed, or else from the member apiserver. It returns nil
-// when the object does not exist.
-func (r *Reconciler) observe(ctx context.Context, m *member.Member, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// read returns the member object as it is, read from the member apiserver, or nil when it
+// does not exist.
+func (r *Reconciler) read(ctx context.Context, m *member.Member, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	cur := &unstructured.Unstructured{}
 	cur.SetGroupVersionKind(obj.GroupVersionKind())
-	if err := cachedGet(ctx, m, client.ObjectKeyFromObject(obj), cur); err == nil {
-		return cur, nil
-	}
 	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil

@@ -3,6 +3,8 @@ package execution_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -238,6 +240,64 @@ var _ = Describe("Applying Works", func() {
 		Expect(env.Host.Patch(ctx, w, patch)).To(Succeed())
 		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
 		Expect(memberGone(ctx, "member1", cm)()).To(BeFalse())
+	})
+})
+
+var _ = Describe("A create-only apply", func() {
+	path := func(ns, name string) string { return "/api/v1/namespaces/" + ns + "/configmaps/" + name }
+
+	It("creates a new member object with its apply alone: no read first", func(ctx SpecContext) {
+		ns := "exec-create-only"
+		cm := fleettest.ConfigMap(ns, "new", map[string]string{"k": "v"})
+		w := createWork(ctx, "member1", cm)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Expect(memberObject(ctx, Default, "member1", cm).Data).To(Equal(cm.Data))
+		Expect(env.MemberRequests("member1", http.MethodPatch, path(ns, "new"))).To(Equal(1))
+		Expect(env.MemberRequests("member1", http.MethodGet, path(ns, "new"))).To(BeZero(),
+			"an object the member cache does not hold is applied create-only, not read first")
+	})
+
+	It("does not take over an object someone else makes between the look and the apply", func(ctx SpecContext) {
+		ns := "exec-create-race"
+		Expect(env.Members["member1"].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		theirs := fleettest.ConfigMap(ns, "raced", map[string]string{"owner": "someone"})
+		var made sync.Once
+		env.OnMemberRequest(func(cluster string, req *http.Request) {
+			if cluster == "member1" && req.Method == http.MethodPatch && req.URL.Path == path(ns, "raced") {
+				// Someone makes the object just before the controller's first apply of it.
+				made.Do(func() { Expect(env.Members["member1"].Create(context.Background(), theirs.DeepCopy())).To(Succeed()) })
+			}
+		})
+		w := createWork(ctx, "member1", fleettest.ConfigMap(ns, "raced", map[string]string{"owner": "flotilla"}))
+		c := env.ExpectApplied(ctx, w, metav1.ConditionFalse, wellknown.ReasonConflict)
+		Expect(c.Message).To(ContainSubstring("not managed by Flotilla"))
+		got := memberObject(ctx, Default, "member1", theirs)
+		Expect(got.Data).To(Equal(theirs.Data))
+		Expect(got.Labels).NotTo(HaveKey(wellknown.ManagedLabel))
+		Expect(fieldManagers(got)).NotTo(ContainElement(wellknown.FieldManager + "/Apply"))
+	})
+
+	It("updates an object of ours that the member cache does not hold yet", func(ctx SpecContext) {
+		ns := "exec-create-ours"
+		Expect(env.Members["member1"].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		ours := fleettest.ConfigMap(ns, "ours", map[string]string{"k": "v"})
+		ours.Annotations = map[string]string{wellknown.ResourceTemplateUIDAnnotation: "template-uid-1"}
+		// Made for the same template just before the controller's first apply (a previous
+		// apply whose answer was lost): the cache has not seen it, the create-only apply
+		// fails, and the object is read and updated.
+		earlier := ours.DeepCopy()
+		earlier.Labels = map[string]string{wellknown.ManagedLabel: wellknown.ManagedLabelValue}
+		earlier.Data = map[string]string{"k": "old"}
+		var made sync.Once
+		env.OnMemberRequest(func(cluster string, req *http.Request) {
+			if cluster == "member1" && req.Method == http.MethodPatch && req.URL.Path == path(ns, "ours") {
+				made.Do(func() { Expect(env.Members["member1"].Create(context.Background(), earlier)).To(Succeed()) })
+			}
+		})
+		w := createWork(ctx, "member1", ours)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Expect(memberObject(ctx, Default, "member1", ours).Data).To(Equal(ours.Data))
+		Expect(env.MemberRequests("member1", http.MethodPatch, path(ns, "ours"))).To(Equal(2), "the create-only apply, then the apply")
 	})
 })
 

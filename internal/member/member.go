@@ -64,6 +64,9 @@ type Options struct {
 	// caches trim them (cachetrim.Trimmed: a customization interprets them and may read any
 	// field): Cached reads those from the member apiserver. Nil: none.
 	Whole func(schema.GroupVersionKind) bool
+	// WrapTransport, when set, wraps the transport of every request to the member named
+	// cluster (tests and benches count and shape member requests with it).
+	WrapTransport func(cluster string, rt http.RoundTripper) http.RoundTripper
 }
 
 // DefaultOptions are the options used when fields are zero.
@@ -389,6 +392,9 @@ func (m *Manager) connect(ctx context.Context, name string, cfg *rest.Config, fp
 	m.mu.RUnlock()
 	cfg.QPS, cfg.Burst = m.opts.QPS, m.opts.Burst
 	cfg.Timeout = 30 * time.Second
+	if wrap := m.opts.WrapTransport; wrap != nil {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return wrap(name, rt) })
+	}
 	mem, err := m.build(ctx, name, cfg, fp)
 	if err != nil {
 		return false, err

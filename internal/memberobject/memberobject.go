@@ -119,6 +119,21 @@ func karmadaOnly(have, want map[string]string) map[string]any {
 	return out
 }
 
+// createOnlyResourceVersion is the resourceVersion a create-only apply holds on. The
+// apiserver checks an apply's resourceVersion only against an object that exists, and no
+// object has this one (the largest etcd revision), so the apply creates the object when it is
+// absent and fails with a Conflict, changing nothing, when it exists.
+const createOnlyResourceVersion = "9223372036854775807"
+
+// CreateOnly returns a copy of desired that a server-side apply creates when the object does
+// not exist and refuses with a Conflict when it does: one request for an object no one made,
+// with no window in which an object someone else made since it was looked for is taken over.
+func CreateOnly(desired *unstructured.Unstructured) *unstructured.Unstructured {
+	out := desired.DeepCopy()
+	out.SetResourceVersion(createOnlyResourceVersion)
+	return out
+}
+
 // WantsOverwrite reports whether the manifest asks to take over an object someone else
 // manages (conflictResolution: Overwrite on the policy, or the template's annotation).
 func WantsOverwrite(desired *unstructured.Unstructured) bool {

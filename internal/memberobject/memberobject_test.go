@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -304,5 +307,29 @@ func TestAdoptionPatch(t *testing.T) {
 	clean.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: wellknown.FieldManager}})
 	if p, ok := AdoptionPatch(clean, desired); ok {
 		t.Errorf("patch for an adopted object: %s", p)
+	}
+}
+
+func TestCreateOnly(t *testing.T) {
+	desired := obj(managed, nil)
+	desired.SetResourceVersion("")
+	got := CreateOnly(desired)
+	if got.GetResourceVersion() != createOnlyResourceVersion {
+		t.Fatalf("resourceVersion = %q, want %q", got.GetResourceVersion(), createOnlyResourceVersion)
+	}
+	if desired.GetResourceVersion() != "" {
+		t.Fatalf("CreateOnly changed its argument: resourceVersion %q", desired.GetResourceVersion())
+	}
+	// The apiserver parses resourceVersions as unsigned 64-bit numbers: the precondition must
+	// be one it accepts, and above any revision etcd hands out (a signed 64-bit number).
+	if _, err := strconv.ParseUint(createOnlyResourceVersion, 10, 64); err != nil {
+		t.Fatalf("not a resourceVersion the apiserver parses: %v", err)
+	}
+	if createOnlyResourceVersion != strconv.FormatInt(math.MaxInt64, 10) {
+		t.Fatalf("%s is not the largest etcd revision", createOnlyResourceVersion)
+	}
+	got.SetResourceVersion("")
+	if !equality.Semantic.DeepEqual(got, desired) {
+		t.Fatalf("CreateOnly changed more than the resourceVersion:\n%v\n%v", got, desired)
 	}
 }

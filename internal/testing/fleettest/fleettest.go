@@ -80,6 +80,10 @@ type Env struct {
 	Members map[string]client.Client
 
 	requests requestLog
+	// memberRequests counts the member requests of the connections SetupClusterController
+	// makes, by cluster, method and path; memberHook runs before each.
+	memberRequests requestLog
+	memberHook     func(cluster string, req *http.Request)
 }
 
 // requestLog counts the host requests of the managers NewManager makes, by method and path.
@@ -110,6 +114,50 @@ func (e *Env) ManagerRequests(method, path string) int {
 	e.requests.mu.Lock()
 	defer e.requests.mu.Unlock()
 	return e.requests.counts[method+" "+path]
+}
+
+// MemberRequests is how many requests with method to path the member connections made by
+// SetupClusterController sent to the member cluster.
+func (e *Env) MemberRequests(cluster, method, path string) int {
+	e.memberRequests.mu.Lock()
+	defer e.memberRequests.mu.Unlock()
+	return e.memberRequests.counts[cluster+" "+method+" "+path]
+}
+
+// OnMemberRequest makes hook run before each request those connections send (nil: none), for
+// specs that change a member between two of a controller's requests. It is dropped at the end
+// of the calling node.
+func (e *Env) OnMemberRequest(hook func(cluster string, req *http.Request)) {
+	e.memberRequests.mu.Lock()
+	e.memberHook = hook
+	e.memberRequests.mu.Unlock()
+	DeferCleanup(func() {
+		e.memberRequests.mu.Lock()
+		e.memberHook = nil
+		e.memberRequests.mu.Unlock()
+	})
+}
+
+// memberTransport counts, and runs the hook before, each request to one member.
+type memberTransport struct {
+	next    http.RoundTripper
+	env     *Env
+	cluster string
+}
+
+func (t memberTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	l := &t.env.memberRequests
+	l.mu.Lock()
+	if l.counts == nil {
+		l.counts = map[string]int{}
+	}
+	l.counts[t.cluster+" "+req.Method+" "+req.URL.Path]++
+	hook := t.env.memberHook
+	l.mu.Unlock()
+	if hook != nil {
+		hook(t.cluster, req)
+	}
+	return t.next.RoundTrip(req)
 }
 
 // RepoRoot is the repository root (the directory holding go.mod).
@@ -254,7 +302,10 @@ func StartManager(mgr ctrl.Manager) {
 // are dropped at the end of the calling node.
 func (e *Env) SetupClusterController(mgr ctrl.Manager) *member.Manager {
 	GinkgoHelper()
-	members := member.NewManager(e.Scheme, member.Options{FailureThreshold: FailureThreshold, ProbeTimeout: ProbeTimeout, ProbeInterval: ProbeInterval})
+	members := member.NewManager(e.Scheme, member.Options{FailureThreshold: FailureThreshold, ProbeTimeout: ProbeTimeout, ProbeInterval: ProbeInterval,
+		WrapTransport: func(cluster string, rt http.RoundTripper) http.RoundTripper {
+			return memberTransport{next: rt, env: e, cluster: cluster}
+		}})
 	Expect((&cluster.Reconciler{Members: members}).SetupWithManager(mgr, cluster.Options{
 		ProbeInterval: ProbeInterval, StatusInterval: StatusInterval,
 	})).To(Succeed())
