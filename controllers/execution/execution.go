@@ -435,11 +435,14 @@ func (r *Reconciler) remember(work *workv1alpha1.Work, objs []*unstructured.Unst
 // An object the member cache does not hold (it holds every object labelled
 // karmada.io/managed) is most often one no one has made yet: it is applied create-only
 // (memberobject.CreateOnly), one request, and read from the member only when the member says
-// it exists after all (someone else's, or ours before the cache has it).
+// it exists after all (someone else's, or ours before the cache has it). While the cache has
+// not synced the kind (its first list, which after a start or a reconnect takes seconds on a
+// busy member), the object is read from the member rather than waited for: a Work created
+// during a restart's re-verification is not held up by the lists of everything else.
 func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Member, obj *unstructured.Unstructured) (*unstructured.Unstructured, string, error) {
 	cur := &unstructured.Unstructured{}
 	cur.SetGroupVersionKind(obj.GroupVersionKind())
-	err := cachedGet(ctx, m, client.ObjectKeyFromObject(obj), cur)
+	err := m.NoWait().Get(ctx, client.ObjectKeyFromObject(obj), cur)
 	switch {
 	case err == nil:
 	case apierrors.IsNotFound(err):
@@ -451,7 +454,7 @@ func (r *Reconciler) applyOne(ctx context.Context, cluster string, m *member.Mem
 			return nil, "", err
 		}
 	default:
-		// The cache cannot say (the kind is not synced yet): ask the member.
+		// The cache cannot say (it has not synced the kind yet): ask the member.
 		if cur, err = r.read(ctx, m, obj); err != nil {
 			return nil, "", err
 		}

@@ -248,6 +248,19 @@ var _ = Describe("A create-only apply", func() {
 
 	It("creates a new member object with its apply alone: no read first", func(ctx SpecContext) {
 		ns := "exec-create-only"
+		By("waiting for the member cache to have synced ConfigMaps (a Work of one starts its watch)")
+		env.ExpectApplied(ctx, createWork(ctx, "member1", fleettest.ConfigMap(ns, "first", nil)), metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Eventually(func() error {
+			m, err := members.Get("member1")
+			if err != nil {
+				return err
+			}
+			list := &unstructured.UnstructuredList{}
+			list.SetAPIVersion("v1")
+			list.SetKind("ConfigMapList")
+			return m.NoWait().List(ctx, list)
+		}).WithContext(ctx).Should(Succeed())
+
 		cm := fleettest.ConfigMap(ns, "new", map[string]string{"k": "v"})
 		w := createWork(ctx, "member1", cm)
 		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
@@ -275,6 +288,28 @@ var _ = Describe("A create-only apply", func() {
 		Expect(got.Data).To(Equal(theirs.Data))
 		Expect(got.Labels).NotTo(HaveKey(wellknown.ManagedLabel))
 		Expect(fieldManagers(got)).NotTo(ContainElement(wellknown.FieldManager + "/Apply"))
+	})
+
+	It("applies a new object at once while the member cache has not synced its kind", func(ctx SpecContext) {
+		// The member cache's first list of ServiceAccounts (no other spec applies one) does
+		// not answer until the spec ends, as a busy member's list of thousands of objects
+		// takes seconds after a start.
+		release := make(chan struct{})
+		env.OnMemberRequest(func(cluster string, req *http.Request) {
+			// A list, or a watch that streams the list (client-go's WatchListClient).
+			if cluster == "member1" && req.Method == http.MethodGet && req.URL.Path == "/api/v1/serviceaccounts" {
+				<-release
+			}
+		})
+		DeferCleanup(func() { close(release) })
+		sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "exec-unsynced", Name: "robot"}}
+		w := createWork(ctx, "member1", sa)
+		// Without the cache's answer, the object is read from the member and applied, well
+		// before a read of the cache would have given up waiting for it.
+		Eventually(memberGone(ctx, "member1", sa)).WithContext(ctx).WithTimeout(execution.CacheSyncWait - time.Second).
+			WithPolling(100 * time.Millisecond).Should(BeFalse())
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
 	})
 
 	It("updates an object of ours that the member cache does not hold yet", func(ctx SpecContext) {
@@ -508,6 +543,17 @@ var _ = Describe("Custom resources whose CRD the member does not serve", Ordered
 		env.ExpectApplied(ctx, crWork, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
 		got := memberObject(ctx, Default, "member1", cr)
 		Expect(got.Object["spec"]).To(Equal(map[string]any{"size": int64(3)}))
+		// The member cache's watch of Widgets, refused until the credential was granted
+		// their group, syncs on its next try: only then is their deletion (next spec) seen.
+		Eventually(func() error {
+			m, err := members.Get("member1")
+			if err != nil {
+				return err
+			}
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(cr.GroupVersionKind().GroupVersion().WithKind("WidgetList"))
+			return m.NoWait().List(ctx, list)
+		}).WithContext(ctx).Should(Succeed())
 	})
 
 	It("wait again when their CRD is deleted from the member, and come back with it", func(ctx SpecContext) {

@@ -22,3 +22,6 @@ func (r *Reconciler) ForgetApplied() {
 	r.applied.Clear()
 	r.written.Clear()
 }
+
+// CacheSyncWait is how long a read of the member cache waits for the cache to sync a kind.
+const CacheSyncWait = cacheSyncWait

@@ -17,9 +17,11 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -536,6 +538,13 @@ func (w *watcher) applied(name string) time.Time {
 	return last
 }
 
+// seenOn is when each member first had name's object.
+func (w *watcher) seenOn(name string) map[string]time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.seen[name])
+}
+
 func (w *watcher) fully(name string) time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -620,7 +629,10 @@ func startManagers(ctx context.Context, b *testing.B, env *framework.Env, n int)
 	var out []*managerProcess
 	for i := range n {
 		addr := freeAddr(b)
-		args := []string{"--kubeconfig", kubeconfig, "--metrics-bind-address", addr, "--health-probe-bind-address", "0", "--zap-log-level=error"}
+		// FLOTILLA_BENCH_LOG_LEVEL (zap's: error by default, debug to follow a key) and the
+		// log in the temporary directory show what the manager did.
+		level := cmp.Or(os.Getenv("FLOTILLA_BENCH_LOG_LEVEL"), "error")
+		args := []string{"--kubeconfig", kubeconfig, "--metrics-bind-address", addr, "--health-probe-bind-address", "0", "--zap-log-level=" + level}
 		logName := "flotilla-bench-manager.log"
 		if n > 1 {
 			args = append(args, "--leader-elect=true", "--leader-election-namespace="+wellknown.SystemNamespace, fmt.Sprintf("--shards=%d", 2*n))
