@@ -238,14 +238,18 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 		// no connection at all is most likely one the manager has not connected yet (it just
 		// started, and the connect event may come before this controller's view of the Works
 		// is complete): look again sooner.
+		//
+		// Not connected yet, or connected and not (yet) down (it has not answered its first
+		// probe, or failed fewer probes in a row than the threshold), while the Cluster says
+		// it is Ready: a manager that has just started, or a blip. The Work's condition stays
+		// as it is (a restart writes nothing, and a blip rewrites no Work, binding or
+		// template); if the member goes on not answering, the cluster controller marks it not
+		// Ready and the next look here says so.
+		st := r.Members.Status(cluster)
 		retry := memberDownRetry
-		if !r.Members.Status(cluster).Connected {
+		if !st.Connected || !st.Down {
 			retry = notConnectedRetry
 			if r.Agent == "" && r.readyCluster(ctx, cluster) {
-				// Not connected yet, and the Cluster says it is Ready: a manager that has
-				// just started. The Work's condition stays as it is (a restart writes
-				// nothing); if the member does not answer, the cluster controller marks it
-				// not Ready and the next look here says so.
 				return ctrl.Result{RequeueAfter: retry}, nil
 			}
 		}
@@ -573,16 +577,20 @@ func (r *Reconciler) unchangedSinceStart(ctx context.Context, m *member.Member, 
 	if obj.GetAnnotations()[wellknown.AdoptKarmadaUIDAnnotation] != "" {
 		return false
 	}
+	log := ctrl.LoggerFrom(ctx).V(1)
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(obj.GroupVersionKind())
 	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+		log.Info("Cannot read the member object to check it; applying", "error", err.Error())
 		return false
 	}
 	if memberobject.CheckConflict(live, obj, r.HostID) != nil || live.GetLabels()[wellknown.ManagedLabel] != wellknown.ManagedLabelValue {
+		log.Info("Member object not ours as applied; applying")
 		return false
 	}
 	desired, autoscaler, err := r.desired(ctx, m, obj, live)
 	if err != nil || !applied.Unchanged(live, desired, wellknown.FieldManager) {
+		log.Info("Member object changed since the last apply; applying", "error", fmt.Sprint(err))
 		return false
 	}
 	obj.SetGeneration(live.GetGeneration())

@@ -1,6 +1,10 @@
 package execution_test
 
 import (
+	"net/http"
+	"sync/atomic"
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,5 +55,37 @@ var _ = Describe("Works looked at again after a restart", Ordered, func() {
 
 		Eventually(func(g Gomega) map[string]string { return memberObject(ctx, g, "member2", cm).Data }).
 			WithContext(ctx).Should(Equal(map[string]string{"k": "v", "l": "w"}))
+	})
+
+	It("keep their condition while their member has failed fewer probes than the threshold", func(ctx SpecContext) {
+		// As after a start, before the member answers its first probe: the member is
+		// connected but not healthy, and its Cluster is still Ready.
+		cm := fleettest.ConfigMap(ns, "blip", map[string]string{"k": "v"})
+		w := createWork(ctx, "member2", cm)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+
+		var failing atomic.Bool
+		env.OnMemberRequest(func(cluster string, req *http.Request) {
+			if cluster == "member2" && req.URL.Path == "/readyz" && failing.Load() {
+				time.Sleep(fleettest.ProbeTimeout + 500*time.Millisecond) // the probe times out
+			}
+		})
+		failing.Store(true)
+		Eventually(func() bool { return members.Status("member2").Healthy }).WithContext(ctx).Should(BeFalse())
+		Expect(members.Status("member2").Down).To(BeFalse())
+
+		By("bringing the Work back while the member is not healthy")
+		c := memberObject(ctx, Default, "member2", cm)
+		patch := client.MergeFrom(c.DeepCopy())
+		c.Annotations["someone"] = "else"
+		Expect(env.Members["member2"].Patch(ctx, c, patch, client.FieldOwner("someone"))).To(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(members.Status("member2").Down).To(BeFalse(), "the member went down: the spec's window is over")
+			c := env.Applied(ctx, g, w)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "Applied: %s %s", c.Reason, c.Message)
+		}).WithContext(ctx).WithTimeout(1500 * time.Millisecond).WithPolling(100 * time.Millisecond).Should(Succeed())
+		failing.Store(false)
+		Eventually(func() bool { return members.Status("member2").Healthy }).WithContext(ctx).Should(BeTrue())
 	})
 })
