@@ -122,6 +122,11 @@ type Reconciler struct {
 	// grantedGroups remembers when this reconciler added an API group to a member
 	// credential's rights ("cluster/group").
 	grantedGroups memo.Map[string, time.Time]
+	// blind are the Works seen while the member cache had not synced their kind (blind.go).
+	blind blindWorks
+	// rewatched remembers, per member and kind, the grant of its group after which the
+	// member cache's watch of it was started afresh.
+	rewatched memo.Map[blindKind, time.Time]
 	// established remembers, per Work of a CRD, the UID of the member CRD last seen
 	// Established, so that KindServed is told once.
 	established memo.Map[types.UID, types.UID]
@@ -273,6 +278,7 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 		}
 	}
 	if r.upToDate(ctx, m, work, objs) || r.unchangedSinceStart(ctx, m, work, objs) {
+		r.seen(ctx, cluster, m, key, objs)
 		r.crdsEstablished(ctx, cluster, m, work, objs)
 		// Nothing to apply, but the condition may still say otherwise (Unknown after a blip,
 		// a failure whose retry found the object already right): repair it.
@@ -318,6 +324,7 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 		autoscaler = hpa
 	}
 	r.remember(work, objs, autoscaler)
+	r.seen(ctx, cluster, m, key, objs)
 	applies.WithLabelValues(cluster, "applied").Inc()
 	// One line per apply, at debug level: the sharding test counts them.
 	log.V(1).Info("Applied the Work's manifests", "generation", work.Generation)

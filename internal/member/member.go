@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -127,6 +128,27 @@ func (m *Member) NoWait() client.Reader {
 	r := m.Cached().(cachedReader)
 	r.informers = m.cache
 	return r
+}
+
+// Synced reports whether the member cache's watch of gvk has synced (its first list
+// answered): from then on a change to any of the kind's objects is an event.
+func (m *Member) Synced(ctx context.Context, gvk schema.GroupVersionKind) bool {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	inf, err := m.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	return err == nil && inf.HasSynced()
+}
+
+// WhenSynced calls done, in a goroutine of its own, once the member cache's watch of gvk has
+// synced (true), or once the connection ends first (false). It follows the watch when
+// Rewatch starts it afresh meanwhile.
+func (m *Member) WhenSynced(gvk schema.GroupVersionKind, done func(synced bool)) {
+	go func() {
+		err := wait.PollUntilContextCancel(m.ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			return m.Synced(ctx, gvk), nil
+		})
+		done(err == nil)
+	}()
 }
 
 // cachedReader reads the member cache, or the member itself for a trimmed kind whole names.
@@ -644,6 +666,31 @@ func (m *Manager) Watch(ctx context.Context, name string, gvk schema.GroupVersio
 	mem.watched[gvk] = true
 	mem.mu.Unlock()
 	return nil
+}
+
+// Rewatch starts member name's watch of gvk afresh when it has not synced: its lists were
+// refused so far (the credential lacked the kind's group until it was just granted it), and
+// the informer tries again only after a backoff that grows to a minute, while a change to the
+// kind's objects, their deletion above all, goes unseen. A synced watch is left as it is.
+func (m *Manager) Rewatch(ctx context.Context, name string, gvk schema.GroupVersionKind) error {
+	m.mu.RLock()
+	mem := m.members[name]
+	m.mu.RUnlock()
+	if mem == nil {
+		return fmt.Errorf("%w: %s", ErrNotConnected, name)
+	}
+	if mem.Synced(ctx, gvk) {
+		return nil
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	mem.mu.Lock()
+	delete(mem.watched, gvk)
+	mem.mu.Unlock()
+	if err := mem.cache.RemoveInformer(ctx, obj); err != nil {
+		return fmt.Errorf("cluster %s: watch %s again: %w", name, gvk, err)
+	}
+	return m.Watch(ctx, name, gvk)
 }
 
 // AutoscalerGVK is the kind Autoscalers reads: autoscaling/v2, served by every supported

@@ -105,6 +105,10 @@ var _ = Describe("CRDs and their custom resources", Ordered, func() {
 		Eventually(in(ctx, two, allMembers...)).WithContext(ctx).WithTimeout(20 * time.Second).Should(ConsistOf("member1", "member2"))
 		GinkgoWriter.Printf("custom resources in their members %s after their CRD was created\n", time.Since(start).Round(time.Millisecond))
 		appliedIn(ctx, crdBinding, "member1", "member2")
+		// Applied: the member caches watch the kind from then on (next spec). The member
+		// credential was granted the new group by the first apply of each member.
+		appliedIn(ctx, &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: detector.BindingName("Gadget", "one")}}, "member1")
+		appliedIn(ctx, &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: detector.BindingName("Gadget", "two")}}, "member1", "member2")
 		Eventually(func(g Gomega) {
 			g.Expect(env.Host.Get(ctx, client.ObjectKeyFromObject(crdBinding), crdBinding)).To(Succeed())
 			for _, it := range crdBinding.Status.AggregatedStatus {

@@ -5,15 +5,20 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/flotilla-io/flotilla/controllers"
 	"github.com/flotilla-io/flotilla/internal/localcluster"
@@ -30,6 +35,7 @@ func TestE2E(t *testing.T) {
 		t.Skip("starts a fleet of real clusters")
 	}
 	RegisterFailHandler(Fail)
+	setLogger(t)
 	// Eventually(...).WithContext(ctx) must still time out after the default.
 	EnforceDefaultTimeoutsWhenUsingContexts()
 	SetDefaultEventuallyTimeout(2 * time.Minute)
@@ -85,6 +91,22 @@ func startManager(cfg *rest.Config) (*framework.Manager, error) {
 	return framework.StartManager(cfg, controllers.Options{ProbeInterval: time.Second, StatusInterval: 5 * time.Second,
 		NoExecuteTaints: true, PlacementDecisions: true, FederatedHPASyncPeriod: time.Second,
 		Descheduler: controllers.Descheduler{Enabled: true, Threshold: 3 * time.Second}}, true)
+}
+
+// setLogger sends the in-process manager's log to the file FLOTILLA_E2E_LOG names, at debug
+// level (to follow a failing spec's keys); without it the log is dropped.
+func setLogger(t *testing.T) {
+	path := os.Getenv("FLOTILLA_E2E_LOG")
+	if path == "" {
+		ctrl.SetLogger(logr.Discard())
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatalf("FLOTILLA_E2E_LOG: %v", err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	ctrl.SetLogger(zap.New(zap.WriteTo(f), zap.Level(zapcore.DebugLevel)))
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
