@@ -7,6 +7,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
 	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/internal/handoff"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
@@ -18,6 +20,9 @@ import (
 // events) is therefore exactly what the tests see; a binding it deletes keeps its
 // binding-controller finalizer, so the tests can see how it was deleted.
 var env *fleettest.Env
+
+// hostCache is the suite manager's cache, which the detector reads its bindings from.
+var hostCache cache.Cache
 
 // templates is the detector's hand-off to the binding controller (not running here), and
 // templateReads counts the detector's whole-template reads from the host.
@@ -31,6 +36,7 @@ func TestDetector(t *testing.T) { fleettest.RunSuite(t, "Detector suite", "a hos
 var _ = BeforeSuite(func(ctx SpecContext) {
 	env = fleettest.Start(ctx, fleettest.Options{Name: "detector"})
 	mgr := env.NewManager()
+	hostCache = mgr.GetCache()
 	templateReads.Reader = mgr.GetAPIReader()
 	Expect((&detector.Reconciler{
 		Client: mgr.GetClient(), APIReader: templateReads,

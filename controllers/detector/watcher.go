@@ -30,6 +30,8 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha2 "github.com/flotilla-io/flotilla/api/work/v1alpha2"
+	"github.com/flotilla-io/flotilla/internal/bindings"
 	"github.com/flotilla-io/flotilla/internal/handoff"
 )
 
@@ -163,6 +165,34 @@ func (w *watcher) enqueueLow(keys ...Key) {
 	pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, keys...)
 }
 
+// enqueueInitial queues a template of a watch's initial list: at low priority when the cache
+// holds its binding, made for this very template (by UID), since its check most likely finds
+// nothing to do; at the default priority otherwise, a template created while the manager was
+// down or while it starts, which waits for its binding. After a restart with thousands of
+// templates, a new one so goes ahead of the checks of all the others.
+func (w *watcher) enqueueInitial(k Key, uid types.UID) {
+	if w.bound(k, uid) {
+		w.enqueueLow(k)
+		return
+	}
+	w.enqueue(k)
+}
+
+// bound reports whether the manager's cache holds the binding of the template k whose UID is
+// uid. Start has waited for the cache's bindings to sync.
+func (w *watcher) bound(k Key, uid types.UID) bool {
+	key := types.NamespacedName{Namespace: k.Namespace, Name: BindingName(k.GVK.Kind, k.Name)}
+	var rb client.Object = &workv1alpha2.ResourceBinding{}
+	if k.Namespace == "" {
+		rb = &workv1alpha2.ClusterResourceBinding{}
+	}
+	// Read only, so not copied.
+	if err := w.cache.Get(context.Background(), key, rb, client.UnsafeDisableDeepCopy); err != nil {
+		return false
+	}
+	return bindings.Spec(rb).Resource.UID == uid
+}
+
 // NeedLeaderElection: only the leader's controller runs, so only it needs the watches.
 func (w *watcher) NeedLeaderElection() bool { return true }
 
@@ -209,6 +239,16 @@ func (w *watcher) Start(ctx context.Context) error {
 	// seen them all.
 	if !toolscache.WaitForCacheSync(ctx.Done(), nsReg.HasSynced) {
 		return nil
+	}
+	// Their initial lists are queued by whether the bindings are there (enqueueInitial): wait
+	// for the cache's bindings too. The controller's workers wait for them anyway.
+	for _, obj := range []client.Object{&workv1alpha2.ResourceBinding{}, &workv1alpha2.ClusterResourceBinding{}} {
+		if _, err := w.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(true)); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
 	}
 	go w.rescopeLoop(ctx)
 

@@ -154,7 +154,7 @@ func (w *watcher) newInformerLocked(gvk schema.GroupVersionKind, namespaces map[
 				}
 			}
 			if initial {
-				w.enqueueLow(keyOf(gvk, m))
+				w.enqueueInitial(keyOf(gvk, m), m.UID)
 				return
 			}
 			w.enqueue(keyOf(gvk, m))
