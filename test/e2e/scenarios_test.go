@@ -152,14 +152,19 @@ var _ = Describe("Scenario nginx-override", Ordered, func() {
 			}))
 		}).WithContext(ctx).Should(Succeed())
 
-		d1, d2 := &appsv1.Deployment{}, &appsv1.Deployment{}
+		// The OverridePolicy comes after the Deployment and its policy in the file: member1's
+		// first copy may be the template's own, and the override follows (a policy that
+		// lists it in dependentOverrides waits for it instead).
 		key := types.NamespacedName{Namespace: "default", Name: "nginx"}
-		Expect(env.Members["member1"].Get(ctx, key, d1)).To(Succeed())
-		Expect(env.Members["member2"].Get(ctx, key, d2)).To(Succeed())
-		Expect(d1.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example.internal/library/nginx:1.27"))
-		Expect(d1.Labels).To(HaveKeyWithValue("site", "primary"))
-		Expect(d2.Spec.Template.Spec.Containers[0].Image).To(Equal("docker.io/library/nginx:1.27"))
-		Expect(d2.Labels).NotTo(HaveKey("site"))
+		Eventually(func(g Gomega) {
+			d1, d2 := &appsv1.Deployment{}, &appsv1.Deployment{}
+			g.Expect(env.Members["member1"].Get(ctx, key, d1)).To(Succeed())
+			g.Expect(env.Members["member2"].Get(ctx, key, d2)).To(Succeed())
+			g.Expect(d1.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example.internal/library/nginx:1.27"))
+			g.Expect(d1.Labels).To(HaveKeyWithValue("site", "primary"))
+			g.Expect(d2.Spec.Template.Spec.Containers[0].Image).To(Equal("docker.io/library/nginx:1.27"))
+			g.Expect(d2.Labels).NotTo(HaveKey("site"))
+		}).WithContext(ctx).Should(Succeed())
 		Eventually(bindingConditionsTrue(ctx, "default", "nginx-deployment")).WithContext(ctx).Should(Succeed())
 	})
 })
