@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -90,9 +89,7 @@ func (r *Reconciler) lookAgain(m *member.Member, k blindKind, synced bool) {
 		return
 	}
 	for work, key := range works {
-		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(k.gvk)
-		if err := m.NoWait().Get(context.Background(), key, obj); apierrors.IsNotFound(err) {
+		if !m.Holds(context.Background(), k.gvk, key) {
 			r.queues.Add(k.cluster, work)
 		}
 	}

@@ -139,6 +139,14 @@ func (m *Member) Synced(ctx context.Context, gvk schema.GroupVersionKind) bool {
 	return err == nil && inf.HasSynced()
 }
 
+// Holds reports whether the member cache holds the object of gvk with key: the watch's own
+// view, whatever Cached reads the kind from.
+func (m *Member) Holds(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) bool {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	return m.cache.Get(ctx, key, obj, client.UnsafeDisableDeepCopy) == nil
+}
+
 // WhenSynced calls done, in a goroutine of its own, once the member cache's watch of gvk has
 // synced (true), or once the connection ends first (false). It follows the watch when
 // Rewatch starts it afresh meanwhile.
