@@ -49,10 +49,15 @@ func (e *kindNotServedError) Error() string {
 // again before saying so). The mapper never forgets a kind, so a CRD deleted in the member
 // since shows otherwise: while it terminates, its custom resources may not be created
 // (Forbidden), and once it is gone their requests are NotFound; the CRD itself, or the
-// member's discovery, then tells. Any other error says nothing about the kind.
+// member's discovery, then tells; the refusal itself says so too ("create not allowed while
+// custom resource definition is terminating"), which still holds when the CRD is gone by the
+// time it is looked at and the member's discovery lists its group a moment longer. Any other
+// error says nothing about the kind.
 func kindServed(ctx context.Context, m *member.Member, gvk schema.GroupVersionKind, err error) (bool, error) {
 	switch {
 	case meta.IsNoMatchError(err):
+		return false, nil
+	case (apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err)) && strings.Contains(err.Error(), crdTerminatingRefusal):
 		return false, nil
 	case apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err):
 		if terminating, terr := crdTerminating(ctx, m, gvk); terr != nil || terminating {
@@ -75,6 +80,10 @@ func kindServed(ctx context.Context, m *member.Member, gvk schema.GroupVersionKi
 	}
 	return false, nil
 }
+
+// crdTerminatingRefusal is how a member refuses to create a custom resource whose CRD is
+// being deleted (the apiextensions apiserver's words).
+const crdTerminatingRefusal = "custom resource definition is terminating"
 
 // crdTerminating reports whether the member's CRD of gvk is being deleted.
 func crdTerminating(ctx context.Context, m *member.Member, gvk schema.GroupVersionKind) (bool, error) {

@@ -95,6 +95,9 @@ type Member struct {
 
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
+	// watchMu serializes starting a kind's watch (Watch) with starting it afresh (Rewatch),
+	// so that no handler is added to an informer Rewatch is removing.
+	watchMu sync.Mutex
 	// autoscalers is the cache of the member's HorizontalPodAutoscalers, all of them (a
 	// member's own HPA owns the replicas of the object it scales), made by the first
 	// Autoscalers of the connection; nil until then.
@@ -649,6 +652,20 @@ func (m *Manager) Watch(ctx context.Context, name string, gvk schema.GroupVersio
 	if done {
 		return nil
 	}
+	mem.watchMu.Lock()
+	defer mem.watchMu.Unlock()
+	return m.watchLocked(ctx, mem, gvk)
+}
+
+// watchLocked is Watch, under mem.watchMu.
+func (m *Manager) watchLocked(ctx context.Context, mem *Member, gvk schema.GroupVersionKind) error {
+	name := mem.Name
+	mem.mu.Lock()
+	done := mem.watched[gvk]
+	mem.mu.Unlock()
+	if done {
+		return nil
+	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
 	inf, err := mem.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
@@ -687,6 +704,8 @@ func (m *Manager) Rewatch(ctx context.Context, name string, gvk schema.GroupVers
 	if mem == nil {
 		return fmt.Errorf("%w: %s", ErrNotConnected, name)
 	}
+	mem.watchMu.Lock()
+	defer mem.watchMu.Unlock()
 	if mem.Synced(ctx, gvk) {
 		return nil
 	}
@@ -698,7 +717,7 @@ func (m *Manager) Rewatch(ctx context.Context, name string, gvk schema.GroupVers
 	if err := mem.cache.RemoveInformer(ctx, obj); err != nil {
 		return fmt.Errorf("cluster %s: watch %s again: %w", name, gvk, err)
 	}
-	return m.Watch(ctx, name, gvk)
+	return m.watchLocked(ctx, mem, gvk)
 }
 
 // AutoscalerGVK is the kind Autoscalers reads: autoscaling/v2, served by every supported
