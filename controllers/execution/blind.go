@@ -3,12 +3,10 @@ package execution
 import (
 	"context"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -117,9 +115,7 @@ func (r *Reconciler) rewatchGranted(ctx context.Context, cluster string, m *memb
 	}
 	ctx, cancel := context.WithTimeout(ctx, cacheSyncWait)
 	defer cancel()
-	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		return m.Synced(ctx, gvk), nil
-	})
+	err := m.WaitSynced(ctx, gvk)
 	log.Info("Watched the kind afresh after its group was granted", "kind", gvk.String(), "synced", err == nil)
 	return err == nil
 }

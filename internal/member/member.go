@@ -136,8 +136,7 @@ func (m *Member) NoWait() client.Reader {
 // Synced reports whether the member cache's watch of gvk has synced (its first list
 // answered): from then on a change to any of the kind's objects is an event.
 func (m *Member) Synced(ctx context.Context, gvk schema.GroupVersionKind) bool {
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gvk)
+	obj := kindObject(gvk)
 	inf, err := m.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 	return err == nil && inf.HasSynced()
 }
@@ -145,21 +144,25 @@ func (m *Member) Synced(ctx context.Context, gvk schema.GroupVersionKind) bool {
 // Holds reports whether the member cache holds the object of gvk with key: the watch's own
 // view, whatever Cached reads the kind from.
 func (m *Member) Holds(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) bool {
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gvk)
+	obj := kindObject(gvk)
 	return m.cache.Get(ctx, key, obj, client.UnsafeDisableDeepCopy) == nil
 }
 
+// WaitSynced waits until the member cache's watch of gvk has synced, ctx ends or the
+// connection does. It follows the watch when Rewatch starts it afresh meanwhile.
+func (m *Member) WaitSynced(ctx context.Context, gvk schema.GroupVersionKind) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer context.AfterFunc(m.ctx, cancel)()
+	defer cancel()
+	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		return m.Synced(ctx, gvk), nil
+	})
+}
+
 // WhenSynced calls done, in a goroutine of its own, once the member cache's watch of gvk has
-// synced (true), or once the connection ends first (false). It follows the watch when
-// Rewatch starts it afresh meanwhile.
+// synced (true), or once the connection ends first (false).
 func (m *Member) WhenSynced(gvk schema.GroupVersionKind, done func(synced bool)) {
-	go func() {
-		err := wait.PollUntilContextCancel(m.ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			return m.Synced(ctx, gvk), nil
-		})
-		done(err == nil)
-	}()
+	go func() { done(m.WaitSynced(m.ctx, gvk) == nil) }()
 }
 
 // cachedReader reads the member cache, or the member itself for a trimmed kind whole names.
@@ -637,14 +640,23 @@ func (m *Manager) probe(ctx context.Context, mem *Member) {
 	}
 }
 
-// Watch makes the member's cache watch managed objects of one kind and route their events to
-// the subscribers (Source). It is idempotent.
-func (m *Manager) Watch(ctx context.Context, name string, gvk schema.GroupVersionKind) error {
+// connected returns member name's connection, healthy or not.
+func (m *Manager) connected(name string) (*Member, error) {
 	m.mu.RLock()
 	mem := m.members[name]
 	m.mu.RUnlock()
 	if mem == nil {
-		return fmt.Errorf("%w: %s", ErrNotConnected, name)
+		return nil, fmt.Errorf("%w: %s", ErrNotConnected, name)
+	}
+	return mem, nil
+}
+
+// Watch makes the member's cache watch managed objects of one kind and route their events to
+// the subscribers (Source). It is idempotent.
+func (m *Manager) Watch(ctx context.Context, name string, gvk schema.GroupVersionKind) error {
+	mem, err := m.connected(name)
+	if err != nil {
+		return err
 	}
 	mem.mu.Lock()
 	done := mem.watched[gvk]
@@ -666,8 +678,7 @@ func (m *Manager) watchLocked(ctx context.Context, mem *Member, gvk schema.Group
 	if done {
 		return nil
 	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gvk)
+	obj := kindObject(gvk)
 	inf, err := mem.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 	if err != nil {
 		return fmt.Errorf("cluster %s: watch %s: %w", name, gvk, err)
@@ -698,19 +709,16 @@ func (m *Manager) watchLocked(ctx context.Context, mem *Member, gvk schema.Group
 // the informer tries again only after a backoff that grows to a minute, while a change to the
 // kind's objects, their deletion above all, goes unseen. A synced watch is left as it is.
 func (m *Manager) Rewatch(ctx context.Context, name string, gvk schema.GroupVersionKind) error {
-	m.mu.RLock()
-	mem := m.members[name]
-	m.mu.RUnlock()
-	if mem == nil {
-		return fmt.Errorf("%w: %s", ErrNotConnected, name)
+	mem, err := m.connected(name)
+	if err != nil {
+		return err
 	}
 	mem.watchMu.Lock()
 	defer mem.watchMu.Unlock()
 	if mem.Synced(ctx, gvk) {
 		return nil
 	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gvk)
+	obj := kindObject(gvk)
 	mem.mu.Lock()
 	delete(mem.watched, gvk)
 	mem.mu.Unlock()
@@ -723,6 +731,13 @@ func (m *Manager) Rewatch(ctx context.Context, name string, gvk schema.GroupVers
 // AutoscalerGVK is the kind Autoscalers reads: autoscaling/v2, served by every supported
 // Kubernetes version (1.23 and later).
 var AutoscalerGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler"}
+
+// kindObject is an empty object of gvk, the cache's key to that kind's informer.
+func kindObject(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	return obj
+}
 
 func autoscalerObject() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
@@ -738,11 +753,9 @@ func autoscalerObject() *unstructured.Unstructured {
 // member hands the object's replicas back to the template. Members that never need it (no
 // object whose replicas differ from its template's) never watch their HPAs.
 func (m *Manager) Autoscalers(ctx context.Context, name, ns string) ([]unstructured.Unstructured, error) {
-	m.mu.RLock()
-	mem := m.members[name]
-	m.mu.RUnlock()
-	if mem == nil {
-		return nil, fmt.Errorf("%w: %s", ErrNotConnected, name)
+	mem, err := m.connected(name)
+	if err != nil {
+		return nil, err
 	}
 	hpas, err := m.watchAutoscalers(ctx, mem)
 	if err != nil {
