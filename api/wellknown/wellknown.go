@@ -114,6 +114,11 @@ const (
 	// host's kube-system namespace. An object labelled karmada.io/managed by another control
 	// plane (another Flotilla, or Karmada) is a conflict, not something to take over.
 	HostIDAnnotation = "flotilla.io/host-id"
+	// AppliedDigestAnnotation on a member object is the digest of what Flotilla last applied
+	// to it (internal/applied.Digest): with the fields Flotilla's apply owns, which the member
+	// cache keeps a digest of, it tells after a restart that the object is as last applied
+	// without reading it from the member.
+	AppliedDigestAnnotation = "flotilla.io/applied-digest"
 )
 
 // KeepWorkloadsAnnotation on a Cluster being deleted leaves the member objects of its Works

@@ -39,6 +39,7 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/applied"
 	"github.com/flotilla-io/flotilla/internal/bindings"
+	"github.com/flotilla-io/flotilla/internal/cachetrim"
 	"github.com/flotilla-io/flotilla/internal/join"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/memberobject"
@@ -547,31 +548,38 @@ func (r *Reconciler) apply(ctx context.Context, cluster string, m *member.Member
 }
 
 // desired is the apply configuration of obj given the member object as it is (cur, nil when
-// there is none): what the member owns retained (see retain), and this host's annotation.
+// there is none): what the member owns retained (see retain), this host's annotation, and
+// the digest of all that (wellknown.AppliedDigestAnnotation), by which a restarted manager
+// tells from its member cache that the object is as it last applied it.
 func (r *Reconciler) desired(ctx context.Context, m *member.Member, obj, cur *unstructured.Unstructured) (*unstructured.Unstructured, string, error) {
 	desired, autoscaler, err := r.retain(ctx, m, obj, cur)
 	if err != nil {
 		return nil, "", err
 	}
-	if r.HostID != "" {
-		ann := desired.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann[wellknown.HostIDAnnotation] = r.HostID
-		desired.SetAnnotations(ann)
+	ann := desired.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
 	}
+	if r.HostID != "" {
+		ann[wellknown.HostIDAnnotation] = r.HostID
+	}
+	delete(ann, wellknown.AppliedDigestAnnotation)
+	desired.SetAnnotations(ann)
+	ann[wellknown.AppliedDigestAnnotation] = applied.Digest(desired)
+	desired.SetAnnotations(ann)
 	return desired, autoscaler, nil
 }
 
 // unchangedSinceStart reports whether the Work's one member object is as this controller last
 // applied it, when nothing is remembered of that apply (the manager started since, or this
 // replica just took the Work's shard over) and the Work's Applied condition says its
-// generation was applied: the member object's managedFields say what the field manager
-// "flotilla" owns, and those fields must hold exactly what an apply would write now
-// (applied.Unchanged). It costs one read of the member (the member cache holds no
-// managedFields) instead of an apply; an object someone changed or deleted since, one of
-// another host, or one being adopted from Karmada is applied as before. When it is
+// generation was applied. The member cache's copy says so when it carries the digest of what
+// would be applied now and "flotilla" still owns exactly the fields that apply would own
+// (applied.UnchangedCached): no request. Otherwise (an object applied before the digest, a
+// kind whose copy the cache trims of what Retain reads, a change) the object is read from the
+// member, and its managedFields say what "flotilla" owns, which must hold exactly what an
+// apply would write now (applied.Unchanged). An object someone changed or deleted since, one
+// of another host, or one being adopted from Karmada is applied as before. When it is
 // unchanged, the object is remembered as after an apply.
 func (r *Reconciler) unchangedSinceStart(ctx context.Context, m *member.Member, work *workv1alpha1.Work, objs []*unstructured.Unstructured) bool {
 	if len(objs) != 1 || !appliedCurrent(work) || len(work.Status.ManifestStatuses) == 0 {
@@ -584,29 +592,73 @@ func (r *Reconciler) unchangedSinceStart(ctx context.Context, m *member.Member, 
 	if obj.GetAnnotations()[wellknown.AdoptKarmadaUIDAnnotation] != "" {
 		return false
 	}
-	log := ctrl.LoggerFrom(ctx).V(1)
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(obj.GroupVersionKind())
-	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
-		log.Info("Cannot read the member object to check it; applying", "error", err.Error())
-		return false
-	}
-	if memberobject.CheckConflict(live, obj, r.HostID) != nil || live.GetLabels()[wellknown.ManagedLabel] != wellknown.ManagedLabelValue {
-		log.Info("Member object not ours as applied; applying")
-		return false
-	}
-	desired, autoscaler, err := r.desired(ctx, m, obj, live)
-	if err != nil || !applied.Unchanged(live, desired, wellknown.FieldManager) {
-		log.Info("Member object changed since the last apply; applying", "error", fmt.Sprint(err))
-		return false
+	from := "member cache"
+	live, autoscaler := r.unchangedCached(ctx, m, obj)
+	if live == nil {
+		from = "member"
+		if live, autoscaler = r.unchangedLive(ctx, m, obj); live == nil {
+			return false
+		}
 	}
 	obj.SetGeneration(live.GetGeneration())
 	obj.SetUID(live.GetUID())
 	obj.SetResourceVersion(live.GetResourceVersion())
 	r.remember(work, objs, autoscaler)
 	applies.WithLabelValues(m.Name, "unchanged").Inc()
-	ctrl.LoggerFrom(ctx).V(1).Info("Member object unchanged since the last apply; not applied again")
+	ctrl.LoggerFrom(ctx).V(1).Info("Member object unchanged since the last apply; not applied again", "readFrom", from)
 	return true
+}
+
+// unchangedCached returns the member cache's copy of obj's member object, and the member HPA
+// whose replicas an apply would keep, when the copy says the object is as last applied
+// (applied.UnchangedCached); nil when it cannot say so.
+func (r *Reconciler) unchangedCached(ctx context.Context, m *member.Member, obj *unstructured.Unstructured) (*unstructured.Unstructured, string) {
+	cached, ok := m.Watched(ctx, obj.GroupVersionKind(), client.ObjectKeyFromObject(obj))
+	if !ok || !r.ours(cached, obj) {
+		return nil, ""
+	}
+	desired, autoscaler, err := r.desired(ctx, m, obj, cached)
+	if err != nil || !applied.UnchangedCached(cached, cachetrim.OwnedFields(cached), desired) {
+		return nil, ""
+	}
+	return cached, autoscaler
+}
+
+// unchangedLive reads obj's member object from the member and returns it, and the member HPA
+// whose replicas an apply would keep, when its managedFields say it is as last applied
+// (applied.Unchanged); nil otherwise. An object applied before the applied digest was (it
+// has none) is compared without it: the digest alone is no reason to apply again.
+func (r *Reconciler) unchangedLive(ctx context.Context, m *member.Member, obj *unstructured.Unstructured) (*unstructured.Unstructured, string) {
+	log := ctrl.LoggerFrom(ctx).V(1)
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(obj.GroupVersionKind())
+	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+		log.Info("Cannot read the member object to check it; applying", "error", err.Error())
+		return nil, ""
+	}
+	if !r.ours(live, obj) {
+		log.Info("Member object not ours as applied; applying")
+		return nil, ""
+	}
+	desired, autoscaler, err := r.desired(ctx, m, obj, live)
+	if err == nil {
+		if _, has := live.GetAnnotations()[wellknown.AppliedDigestAnnotation]; !has {
+			ann := desired.GetAnnotations()
+			delete(ann, wellknown.AppliedDigestAnnotation)
+			desired.SetAnnotations(ann)
+		}
+	}
+	if err != nil || !applied.Unchanged(live, desired, wellknown.FieldManager) {
+		log.Info("Member object changed since the last apply; applying", "error", fmt.Sprint(err))
+		return nil, ""
+	}
+	return live, autoscaler
+}
+
+// ours reports whether cur, obj's member object, is labelled managed and is this host's, as
+// after an apply of obj.
+func (r *Reconciler) ours(cur, obj *unstructured.Unstructured) bool {
+	return memberobject.CheckConflict(cur, obj, r.HostID) == nil && cur.GetLabels()[wellknown.ManagedLabel] == wellknown.ManagedLabelValue
 }
 
 // finishAdoption removes what Karmada left on a member object of a template migrated from it

@@ -8,12 +8,18 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
+
+// deploymentPath is the member API path of a Deployment.
+func deploymentPath(ns, name string) string {
+	return "/apis/apps/v1/namespaces/" + ns + "/deployments/" + name
+}
 
 // After a restart the controller remembers no apply: the member objects' managedFields say
 // whether each is as it last applied it.
@@ -39,6 +45,62 @@ var _ = Describe("Works looked at again after a restart", Ordered, func() {
 		Eventually(func() float64 { return execution.Applies("member2", "unchanged") }).WithContext(ctx).Should(BeNumerically(">", unchanged))
 		Expect(execution.Applies("member2", "applied")).To(Equal(applied))
 		Expect(memberObject(ctx, Default, "member2", deploy).Annotations).To(HaveKeyWithValue("someone", "else"))
+	})
+
+	It("tell an object as last applied from the member cache, without reading it from the member", func(ctx SpecContext) {
+		deploy := fleettest.Deployment(ns, "cached", 2)
+		w := createWork(ctx, "member2", deploy)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Eventually(func(g Gomega) { env.Get(ctx, g, w); g.Expect(w.Status.ManifestStatuses).NotTo(BeEmpty()) }).WithContext(ctx).Should(Succeed())
+		Expect(memberObject(ctx, Default, "member2", deploy).Annotations).To(HaveKey(wellknown.AppliedDigestAnnotation))
+
+		reconciler.ForgetApplied()
+		reads := env.MemberRequests("member2", http.MethodGet, deploymentPath(ns, "cached"))
+		applied, unchanged := execution.Applies("member2", "applied"), execution.Applies("member2", "unchanged")
+		d := memberObject(ctx, Default, "member2", deploy)
+		patch := client.MergeFrom(d.DeepCopy())
+		d.Labels["someone"] = "else"
+		Expect(env.Members["member2"].Patch(ctx, d, patch, client.FieldOwner("someone"))).To(Succeed())
+
+		Eventually(func() float64 { return execution.Applies("member2", "unchanged") }).WithContext(ctx).Should(BeNumerically(">", unchanged))
+		Expect(execution.Applies("member2", "applied")).To(Equal(applied))
+		Expect(env.MemberRequests("member2", http.MethodGet, deploymentPath(ns, "cached"))).To(Equal(reads),
+			"the member cache's copy carries the applied digest and the digest of the fields Flotilla owns")
+	})
+
+	It("put back a field someone changed in the member, though the applied digest still matches", func(ctx SpecContext) {
+		deploy := fleettest.Deployment(ns, "scaled", 2)
+		w := createWork(ctx, "member2", deploy)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Eventually(func(g Gomega) { env.Get(ctx, g, w); g.Expect(w.Status.ManifestStatuses).NotTo(BeEmpty()) }).WithContext(ctx).Should(Succeed())
+
+		reconciler.ForgetApplied()
+		d := memberObject(ctx, Default, "member2", deploy)
+		patch := client.MergeFrom(d.DeepCopy())
+		d.Spec.Replicas = ptr.To[int32](5)
+		Expect(env.Members["member2"].Patch(ctx, d, patch, client.FieldOwner("kubectl-scale"))).To(Succeed())
+
+		Eventually(func(g Gomega) int32 { return *memberObject(ctx, g, "member2", deploy).Spec.Replicas }).WithContext(ctx).Should(Equal(int32(2)))
+	})
+
+	It("are not applied again for the applied digest alone, when their member object has none (applied before it)", func(ctx SpecContext) {
+		cm := fleettest.ConfigMap(ns, "before-digest", map[string]string{"k": "v"})
+		w := createWork(ctx, "member2", cm)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Eventually(func(g Gomega) { env.Get(ctx, g, w); g.Expect(w.Status.ManifestStatuses).NotTo(BeEmpty()) }).WithContext(ctx).Should(Succeed())
+
+		reconciler.ForgetApplied()
+		applied, unchanged := execution.Applies("member2", "applied"), execution.Applies("member2", "unchanged")
+		// As an object an earlier Flotilla applied: no digest, and none among the fields
+		// "flotilla" owns.
+		c := memberObject(ctx, Default, "member2", cm)
+		patch := client.MergeFrom(c.DeepCopy())
+		delete(c.Annotations, wellknown.AppliedDigestAnnotation)
+		Expect(env.Members["member2"].Patch(ctx, c, patch, client.FieldOwner("someone"))).To(Succeed())
+
+		Eventually(func() float64 { return execution.Applies("member2", "unchanged") }).WithContext(ctx).Should(BeNumerically(">", unchanged))
+		Expect(execution.Applies("member2", "applied")).To(Equal(applied))
+		Expect(memberObject(ctx, Default, "member2", cm).Annotations).NotTo(HaveKey(wellknown.AppliedDigestAnnotation))
 	})
 
 	It("put back what someone changed in the member while the manager was down", func(ctx SpecContext) {

@@ -7,15 +7,22 @@ package applied
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	"github.com/flotilla-io/flotilla/api/wellknown"
 )
 
 var (
@@ -55,10 +62,7 @@ func Unchanged(live, desired *unstructured.Unstructured, manager string) bool {
 	if err := owned.FromJSON(bytes.NewReader(entry.FieldsV1.Raw)); err != nil {
 		return false
 	}
-	tc := deduced
-	if clientgoscheme.Scheme.Recognizes(live.GroupVersionKind()) {
-		tc = builtin
-	}
+	tc := typeConverter(live.GroupVersionKind())
 	liveTyped, err := tc.ObjectToTyped(live, typed.AllowDuplicates)
 	if err != nil {
 		return false
@@ -68,29 +72,11 @@ func Unchanged(live, desired *unstructured.Unstructured, manager string) bool {
 	if !ok {
 		return false
 	}
-	want := desired.DeepCopy()
-	for _, f := range untracked {
-		unstructured.RemoveNestedField(want.Object, f...)
-		unstructured.RemoveNestedField(haveMap, f...)
-	}
-	if _, ok := haveMap["status"]; !ok {
-		// A kind with a status subresource: an apply of the main resource ignores status.
-		delete(want.Object, "status")
-	}
-	if m, ok := want.Object["metadata"].(map[string]any); ok && len(m) == 0 {
-		delete(want.Object, "metadata") // it held only the name
-	}
-	// The fields an apply would own now are the ones owned: no more (one no longer
-	// desired), no fewer (one taken by someone else, or removed).
-	wantTyped, err := tc.ObjectToTyped(want)
+	want, wantSet, err := fields(tc, desired, haveMap)
 	if err != nil {
 		return false
 	}
-	wantSet, err := wantTyped.ToFieldSet()
-	if err != nil {
-		return false
-	}
-	if !wantSet.Difference(typeMeta).Leaves().Equals(owned.Leaves()) {
+	if !wantSet.Leaves().Equals(owned.Leaves()) {
 		return false
 	}
 	// And they hold the values desired. Only a field owned whole (an atomic map or list)
@@ -99,6 +85,41 @@ func Unchanged(live, desired *unstructured.Unstructured, manager string) bool {
 	prune(haveMap)
 	haveMap["apiVersion"], haveMap["kind"] = live.GetAPIVersion(), live.GetKind()
 	return covers(haveMap, want.Object)
+}
+
+// fields returns desired as an apply of it is compared, without the fields no one owns, and
+// the fields an apply of it would own. have is the live object's map: desired's status is
+// left out when have has none (a kind with a status subresource: an apply of the main
+// resource ignores status). have's untracked fields are removed too.
+func fields(tc managedfields.TypeConverter, desired *unstructured.Unstructured, have map[string]any) (*unstructured.Unstructured, *fieldpath.Set, error) {
+	want := desired.DeepCopy()
+	for _, f := range untracked {
+		unstructured.RemoveNestedField(want.Object, f...)
+		unstructured.RemoveNestedField(have, f...)
+	}
+	if _, ok := have["status"]; !ok {
+		delete(want.Object, "status")
+	}
+	if m, ok := want.Object["metadata"].(map[string]any); ok && len(m) == 0 {
+		delete(want.Object, "metadata") // it held only the name
+	}
+	wantTyped, err := tc.ObjectToTyped(want)
+	if err != nil {
+		return nil, nil, err
+	}
+	wantSet, err := wantTyped.ToFieldSet()
+	if err != nil {
+		return nil, nil, err
+	}
+	return want, wantSet.Difference(typeMeta), nil
+}
+
+// typeConverter is the schema a kind's objects are typed with.
+func typeConverter(gvk schema.GroupVersionKind) managedfields.TypeConverter {
+	if clientgoscheme.Scheme.Recognizes(gvk) {
+		return builtin
+	}
+	return deduced
 }
 
 // typeMeta are the fields every object has and no one owns.
@@ -195,4 +216,76 @@ func ToUnstructured(applyConfiguration any) (*unstructured.Unstructured, error) 
 		return nil, err
 	}
 	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// Digest returns the digest of desired, an apply configuration, that
+// wellknown.AppliedDigestAnnotation carries on the object applied: of all desired holds but
+// that annotation, whatever the order of its maps' keys. "" when desired cannot be encoded.
+func Digest(desired *unstructured.Unstructured) string {
+	obj := maps.Clone(desired.Object)
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		md = maps.Clone(md)
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			ann = maps.Clone(ann)
+			delete(ann, wellknown.AppliedDigestAnnotation)
+			if len(ann) == 0 {
+				delete(md, "annotations")
+			} else {
+				md["annotations"] = ann
+			}
+		}
+		obj["metadata"] = md
+	}
+	return digest(obj)
+}
+
+// OwnedDigest returns the digest of the fields an entry of managedFields owns: its fieldsV1
+// as unstructured data (a member cache's transform reads it so), and its apiVersion.
+func OwnedDigest(apiVersion string, fieldsV1 any) string {
+	return digest([]any{apiVersion, fieldsV1})
+}
+
+// digest is the hex of the first half of the SHA-256 of v's JSON, whose maps encoding/json
+// writes in the order of their keys; "" when v cannot be encoded.
+func digest(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// UnchangedCached is Unchanged for a member object as the member cache holds it: without
+// managedFields, but with owned, the OwnedDigest of manager's Apply entry (cachetrim keeps
+// it). cached is as manager last applied desired when its wellknown.AppliedDigestAnnotation
+// is desired's Digest (what was applied then is desired, values included) and manager owns
+// exactly the fields an apply of desired would own, at its apiVersion: a field someone
+// changed or removed since would be theirs, or no one's, no longer manager's. Anything it
+// cannot tell (no digest either side, a desired status, a value it cannot type) is a change;
+// the caller then reads the object whole and asks Unchanged.
+func UnchangedCached(cached *unstructured.Unstructured, owned string, desired *unstructured.Unstructured) bool {
+	if cached == nil || desired == nil || owned == "" || cached.GetAPIVersion() != desired.GetAPIVersion() || cached.GetKind() != desired.GetKind() {
+		return false
+	}
+	if _, ok := desired.Object["status"]; ok {
+		return false
+	}
+	want := Digest(desired)
+	if want == "" || cached.GetAnnotations()[wellknown.AppliedDigestAnnotation] != want {
+		return false
+	}
+	_, set, err := fields(typeConverter(desired.GroupVersionKind()), desired, map[string]any{})
+	if err != nil {
+		return false
+	}
+	raw, err := set.ToJSON()
+	if err != nil {
+		return false
+	}
+	var fieldsV1 any
+	if err := json.Unmarshal(raw, &fieldsV1); err != nil {
+		return false
+	}
+	return OwnedDigest(desired.GetAPIVersion(), fieldsV1) == owned
 }

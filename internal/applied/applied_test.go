@@ -1,10 +1,13 @@
 package applied
 
 import (
+	"encoding/json"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/flotilla-io/flotilla/api/wellknown"
 )
 
 func obj(apiVersion, kind string, fields map[string]any) *unstructured.Unstructured {
@@ -76,5 +79,101 @@ func TestUnchanged(t *testing.T) {
 				t.Errorf("Unchanged = %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+func TestDigest(t *testing.T) {
+	cm := func(annotations map[string]any, data map[string]any) *unstructured.Unstructured {
+		u := obj("v1", "ConfigMap", map[string]any{"data": data})
+		if annotations != nil {
+			u.Object["metadata"].(map[string]any)["annotations"] = annotations
+		}
+		return u
+	}
+	base := Digest(cm(map[string]any{"a": "1"}, map[string]any{"k": "v", "l": "w"}))
+	if base == "" {
+		t.Fatal("no digest")
+	}
+	withOwn := cm(map[string]any{"a": "1", wellknown.AppliedDigestAnnotation: "old"}, map[string]any{"l": "w", "k": "v"})
+	if got := Digest(withOwn); got != base {
+		t.Errorf("the digest annotation and the order of keys changed the digest: %s, want %s", got, base)
+	}
+	if withOwn.GetAnnotations()[wellknown.AppliedDigestAnnotation] != "old" {
+		t.Error("Digest changed its argument")
+	}
+	if got := Digest(cm(map[string]any{"a": "1"}, map[string]any{"k": "v", "l": "x"})); got == base {
+		t.Error("a value changed and the digest did not")
+	}
+	if got := Digest(cm(nil, map[string]any{"k": "v", "l": "w"})); got == base {
+		t.Error("an annotation removed and the digest did not change")
+	}
+}
+
+func TestOwnedDigestIgnoresKeyOrder(t *testing.T) {
+	parse := func(s string) any {
+		var v any
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	a := OwnedDigest("apps/v1", parse(`{"f:spec":{"f:replicas":{},"f:template":{}},"f:metadata":{"f:labels":{}}}`))
+	b := OwnedDigest("apps/v1", parse(`{"f:metadata":{"f:labels":{}},"f:spec":{"f:template":{},"f:replicas":{}}}`))
+	if a != b || a == "" {
+		t.Errorf("%q and %q: the same fields", a, b)
+	}
+	if c := OwnedDigest("apps/v1beta1", parse(`{"f:metadata":{"f:labels":{}},"f:spec":{"f:template":{},"f:replicas":{}}}`)); c == a {
+		t.Error("another apiVersion, the same digest")
+	}
+}
+
+func TestUnchangedCached(t *testing.T) {
+	// desired as the execution controller applies it: with its digest annotation.
+	desiredOf := func(data map[string]any) *unstructured.Unstructured {
+		u := obj("v1", "ConfigMap", map[string]any{"data": data})
+		u.SetAnnotations(map[string]string{"flotilla.io/host-id": "h"})
+		u.SetAnnotations(map[string]string{"flotilla.io/host-id": "h", wellknown.AppliedDigestAnnotation: Digest(u)})
+		return u
+	}
+	desired := desiredOf(map[string]any{"a": "1"})
+	// cached is the member cache's copy after the apply of applied: its annotations.
+	cached := func(applied *unstructured.Unstructured, data map[string]any) *unstructured.Unstructured {
+		u := obj("v1", "ConfigMap", map[string]any{"data": data})
+		u.SetAnnotations(applied.GetAnnotations())
+		return u
+	}
+	parse := func(s string) any {
+		var v any
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	ownedAsApplied := OwnedDigest("v1", parse(`{"f:data":{"f:a":{}},"f:metadata":{"f:annotations":{"f:flotilla.io/host-id":{},"f:`+wellknown.AppliedDigestAnnotation+`":{}}}}`))
+	withStatus := desired.DeepCopy()
+	withStatus.Object["status"] = map[string]any{"x": "y"}
+	cases := []struct {
+		name            string
+		cached, desired *unstructured.Unstructured
+		owned           string
+		want            bool
+	}{
+		{"as applied", cached(desired, map[string]any{"a": "1"}), desired, ownedAsApplied, true},
+		{"someone else's fields beside", cached(desired, map[string]any{"a": "1", "b": "2"}), desired, ownedAsApplied, true},
+		{"desired changed since the apply", cached(desired, map[string]any{"a": "1"}), desiredOf(map[string]any{"a": "2"}), ownedAsApplied, false},
+		{"a field taken by someone else", cached(desired, map[string]any{"a": "2"}), desired,
+			OwnedDigest("v1", parse(`{"f:data":{},"f:metadata":{"f:annotations":{"f:flotilla.io/host-id":{},"f:`+wellknown.AppliedDigestAnnotation+`":{}}}}`)), false},
+		{"no apply of ours", cached(desired, map[string]any{"a": "1"}), desired, "", false},
+		{"applied in another version", cached(desired, map[string]any{"a": "1"}), desired,
+			OwnedDigest("v2", parse(`{"f:data":{"f:a":{}},"f:metadata":{"f:annotations":{"f:flotilla.io/host-id":{},"f:`+wellknown.AppliedDigestAnnotation+`":{}}}}`)), false},
+		{"no digest on the object", obj("v1", "ConfigMap", map[string]any{"data": map[string]any{"a": "1"}}), desired, ownedAsApplied, false},
+		{"a desired status", cached(withStatus, map[string]any{"a": "1"}), withStatus, ownedAsApplied, false},
+		{"another kind", obj("v1", "Secret", nil), desired, ownedAsApplied, false},
+		{"nothing cached", nil, desired, ownedAsApplied, false},
+	}
+	for _, c := range cases {
+		if got := UnchangedCached(c.cached, c.owned, c.desired); got != c.want {
+			t.Errorf("%s: UnchangedCached = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

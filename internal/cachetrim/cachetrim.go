@@ -21,9 +21,13 @@ package cachetrim
 import (
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/internal/applied"
 )
 
 // keptSpec are, by kind, the built-in workloads whose spec MemberObject trims, and the maps
@@ -46,20 +50,64 @@ func Trimmed(gk schema.GroupKind) bool {
 
 var stripManagedFields = cache.TransformStripManagedFields()
 
-// MemberObject is the member caches' transform: it drops managedFields from every object,
-// and from the built-in workloads' spec every map and list keptSpec does not list, and makes
+// MemberObject is the member caches' transform: it drops managedFields from every object
+// (keeping, of Flotilla's own apply, the digest of the fields it owns: see OwnedFields), and
+// from the built-in workloads' spec every map and list keptSpec does not list, and makes
 // canonical the strings that repeat between objects (see HostObject). It changes the object
 // it is given (the informer's own copy, fresh from the watch) and returns it.
 func MemberObject(in any) (any, error) {
+	u, _ := in.(*unstructured.Unstructured)
+	var owned string
+	if u != nil {
+		owned = ownedDigest(u)
+	}
 	out, err := stripManagedFields(in)
 	if err != nil {
 		return out, err
 	}
-	if u, ok := out.(*unstructured.Unstructured); ok {
+	if u != nil {
 		trimSpec(u)
+		if owned != "" {
+			u.Object[ownedKey] = str(owned)
+		}
 	}
 	internObject(out)
 	return out, nil
+}
+
+// ownedKey is where MemberObject keeps, at the top of a cached object, the digest of the
+// fields Flotilla's apply owns. A slash is in no API's field names, and the cache's copies
+// are never written to a member: readers read it with OwnedFields.
+const ownedKey = "flotilla.io/owned-fields"
+
+// OwnedFields returns the digest (applied.OwnedDigest) of the fields Flotilla's server-side
+// apply owns of a member object read from a member cache, "" when it has no apply of
+// Flotilla's. Objects of the same shape own the same fields: one copy of the digest serves
+// them all.
+func OwnedFields(u *unstructured.Unstructured) string {
+	s, _ := u.Object[ownedKey].(string)
+	return s
+}
+
+// ownedDigest returns the digest of the fields Flotilla's Apply entry of u's managedFields
+// (the main resource's, not a subresource's) owns, or "".
+func ownedDigest(u *unstructured.Unstructured) string {
+	md, _ := u.Object["metadata"].(map[string]any)
+	entries, _ := md["managedFields"].([]any)
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		if m["manager"] != wellknown.FieldManager || m["operation"] != string(metav1.ManagedFieldsOperationApply) {
+			continue
+		}
+		if sub, _ := m["subresource"].(string); sub != "" {
+			continue
+		}
+		apiVersion, _ := m["apiVersion"].(string)
+		if fields, ok := m["fieldsV1"]; ok && apiVersion != "" {
+			return applied.OwnedDigest(apiVersion, fields)
+		}
+	}
+	return ""
 }
 
 // trimSpec drops from a built-in workload's spec every map and list keptSpec does not list.

@@ -1,6 +1,7 @@
 package cachetrim
 
 import (
+	"encoding/json"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	"github.com/flotilla-io/flotilla/internal/applied"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
@@ -175,5 +177,46 @@ func TestMemberObjectLeavesOtherKinds(t *testing.T) {
 	}
 	if len(typed.Spec.Template.Spec.Containers) != 1 {
 		t.Error("a typed object changed")
+	}
+}
+
+func TestMemberObjectKeepsTheDigestOfFlotillasFields(t *testing.T) {
+	const fields = `{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:replicas":{}}}`
+	object := func(entries string) *unstructured.Unstructured {
+		return mustUnstructured(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","labels":{"app":"web"},
+ "managedFields":[`+entries+`]},"spec":{"replicas":3}}`)
+	}
+	entry := func(manager, operation, apiVersion, subresource string) string {
+		e := `{"manager":"` + manager + `","operation":"` + operation + `","apiVersion":"` + apiVersion + `","fieldsType":"FieldsV1","fieldsV1":` + fields
+		if subresource != "" {
+			e += `,"subresource":"` + subresource + `"`
+		}
+		return e + `}`
+	}
+	var v any
+	if err := json.Unmarshal([]byte(fields), &v); err != nil {
+		t.Fatal(err)
+	}
+	want := applied.OwnedDigest("apps/v1", v)
+	cases := []struct {
+		name, entries, want string
+	}{
+		{"Flotilla's apply, beside others", entry("kube-controller-manager", "Update", "apps/v1", "status") + "," + entry(wellknown.FieldManager, "Apply", "apps/v1", ""), want},
+		{"Flotilla's update only", entry(wellknown.FieldManager, "Update", "apps/v1", ""), ""},
+		{"Flotilla's apply of the status", entry(wellknown.FieldManager, "Apply", "apps/v1", "status"), ""},
+		{"someone else's apply", entry("kubectl", "Apply", "apps/v1", ""), ""},
+		{"no managedFields", "", ""},
+	}
+	for _, c := range cases {
+		u := object(c.entries)
+		if _, err := MemberObject(u); err != nil {
+			t.Fatal(err)
+		}
+		if got := OwnedFields(u); got != c.want {
+			t.Errorf("%s: OwnedFields = %q, want %q", c.name, got, c.want)
+		}
+		if len(u.GetManagedFields()) != 0 {
+			t.Errorf("%s: managedFields kept", c.name)
+		}
 	}
 }

@@ -148,6 +148,21 @@ func (m *Member) Holds(ctx context.Context, gvk schema.GroupVersionKind, key cli
 	return m.cache.Get(ctx, key, obj, client.UnsafeDisableDeepCopy) == nil
 }
 
+// Watched returns a copy of the object of gvk with key as the member cache's watch holds it,
+// whatever Cached reads the kind from: trimmed (see internal/cachetrim, whose OwnedFields
+// it carries), and without managedFields. It reports false when the watch has not synced the
+// kind or does not hold the object; it never waits.
+func (m *Member) Watched(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, bool) {
+	if !m.Synced(ctx, gvk) {
+		return nil, false
+	}
+	obj := kindObject(gvk)
+	if err := m.cache.Get(ctx, key, obj); err != nil {
+		return nil, false
+	}
+	return obj, true
+}
+
 // WaitSynced waits until the member cache's watch of gvk has synced, ctx ends or the
 // connection does. It follows the watch when Rewatch starts it afresh meanwhile.
 func (m *Member) WaitSynced(ctx context.Context, gvk schema.GroupVersionKind) error {

@@ -247,6 +247,7 @@ var released = metapatch.Keys{
 	},
 	Annotations: []string{
 		wellknown.HostIDAnnotation,
+		wellknown.AppliedDigestAnnotation,
 		wellknown.WorkNamespaceAnnotation,
 		wellknown.WorkNameAnnotation,
 		wellknown.ResourceTemplateUIDAnnotation,

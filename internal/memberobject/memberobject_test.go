@@ -109,6 +109,7 @@ func TestReleasePatch(t *testing.T) {
 		"override.example/zone": "a",
 	}, map[string]string{
 		wellknown.HostIDAnnotation:                     host,
+		wellknown.AppliedDigestAnnotation:              "0123",
 		wellknown.WorkNamespaceAnnotation:              "karmada-es-member1",
 		wellknown.WorkNameAnnotation:                   "w",
 		wellknown.ResourceTemplateUIDAnnotation:        "uid-1",
@@ -148,7 +149,7 @@ func TestReleasePatch(t *testing.T) {
 	if want := []string{wellknown.ManagedLabel, wellknown.PropagationPolicyPermanentIDLabel}; !slices.Equal(removed(got.Metadata.Labels), want) {
 		t.Errorf("labels removed = %v, want %v", removed(got.Metadata.Labels), want)
 	}
-	wantAnnotations := []string{wellknown.HostIDAnnotation, wellknown.WorkNamespaceAnnotation, wellknown.WorkNameAnnotation,
+	wantAnnotations := []string{wellknown.HostIDAnnotation, wellknown.AppliedDigestAnnotation, wellknown.WorkNamespaceAnnotation, wellknown.WorkNameAnnotation,
 		wellknown.ResourceTemplateUIDAnnotation, wellknown.ResourceTemplateGenerationAnnotation, wellknown.ConflictResolutionAnnotation,
 		wellknown.PropagationPolicyNameAnnotation, wellknown.PropagationPolicyNamespaceAnnotation}
 	slices.Sort(wantAnnotations)

@@ -3,7 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -78,9 +81,17 @@ func BenchmarkRestart(b *testing.B) {
 	b.ResetTimer()
 	// 1. A restart with nothing to do.
 	mgr.stop()
+	memberClusters := make([]*localcluster.Cluster, 0, len(members))
+	for _, m := range members {
+		memberClusters = append(memberClusters, env.Fleet.Member(m))
+	}
+	cpuBefore := sampleCPU(env.Fleet.Host, memberClusters)
 	mgr = startManager(ctx, b, env)
 	started := time.Now()
+	profiled := mgr.cpuProfile(ctx, b, "restart")
 	verified := mgr.waitReverified(ctx, b, templates)
+	cpuVerified := sampleCPU(env.Fleet.Host, memberClusters, mgr)
+	<-profiled
 	quiet := mgr.writes(b)
 	quietEvents := eventReasonsSince(ctx, b, host, started)
 	changed := changedVersions(versionsBefore, memberVersions(ctx, b, env))
@@ -119,6 +130,8 @@ func BenchmarkRestart(b *testing.B) {
 	t.row("  Works found as last applied from the member object's managedFields (read, not applied)", fmt.Sprintf("%.0f", quiet.unchanged), "", true)
 	t.row("  member objects the restart changed (resourceVersion not as before)", fmt.Sprintf("%d of %d", changed, len(versionsBefore)), "0", changed == 0)
 	t.row("restart → everything re-verified (every queue drained after the initial lists)", verified.Sub(started).Round(100*time.Millisecond).String(), "≤ 60 s", verified.Sub(started) <= time.Minute)
+	t.row("  CPU from the start to re-verified, per template: host apiserver / host etcd / manager / members / bench client",
+		cpuRow(cpuBefore, cpuVerified, templates), "", true)
 	t.row("template created during re-verification → on every member", latency.Round(time.Millisecond).String(), "≤ 1 s", latency <= time.Second)
 	t.row("  its way there (first seen on the host, and on each member)", trace.since(created, watch.seenOn("during-restart")), "", true)
 	t.row("  detector reconciles done when it was created / when it reached the members", fmt.Sprintf("%.0f / %.0f of %d",
@@ -134,6 +147,49 @@ func BenchmarkRestart(b *testing.B) {
 	b.ReportMetric(quiet.memberReads, "member-reads-after-restart")
 	b.ReportMetric(verified.Sub(started).Seconds(), "s/reverified")
 	b.ReportMetric(latency.Seconds(), "s/new-template-during-restart")
+}
+
+// cpuProfile saves a CPU profile of the manager's first 30 s (or until it stops) to
+// $TMPDIR/flotilla-bench-cpu-NAME.pb.gz when FLOTILLA_BENCH_PPROF is set, in the background;
+// the channel closes when it is saved, or at once when there is nothing to do. Read it with
+// `go tool pprof -top FILE`.
+func (m *managerProcess) cpuProfile(ctx context.Context, b *testing.B, name string) <-chan struct{} {
+	done := make(chan struct{})
+	if os.Getenv("FLOTILLA_BENCH_PPROF") == "" {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		url := "http://" + m.pprofAddr + "/debug/pprof/profile?seconds=30"
+		var resp *http.Response
+		// The manager serves pprof a moment after it starts.
+		wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		waitUntil(wait, 20*time.Millisecond, func() bool {
+			var err error
+			resp, err = http.Get(url)
+			return err == nil
+		})
+		if resp == nil {
+			b.Log("no CPU profile: the manager did not serve pprof")
+			return
+		}
+		defer resp.Body.Close()
+		path := filepath.Join(os.TempDir(), "flotilla-bench-cpu-"+name+".pb.gz")
+		f, err := os.Create(path)
+		if err != nil {
+			b.Log(err)
+			return
+		}
+		defer f.Close()
+		if _, err := io.Copy(f, resp.Body); err != nil {
+			b.Log(err)
+			return
+		}
+		fmt.Println("the manager's CPU profile:", path)
+	}()
+	return done
 }
 
 // scrapeQuiet is scrape for polling: a manager not serving its metrics yet reads as empty.

@@ -561,7 +561,7 @@ func check(m *model, s *snapshot) *result {
 
 // releaseKeys are the labels and annotations a released member object must no longer carry.
 var releaseKeys = []string{wellknown.ManagedLabel, wellknown.PropagationPolicyPermanentIDLabel, wellknown.ClusterPropagationPolicyPermanentIDLabel,
-	wellknown.HostIDAnnotation, wellknown.WorkNameAnnotation, wellknown.WorkNamespaceAnnotation, wellknown.ResourceTemplateUIDAnnotation}
+	wellknown.HostIDAnnotation, wellknown.AppliedDigestAnnotation, wellknown.WorkNameAnnotation, wellknown.WorkNamespaceAnnotation, wellknown.ResourceTemplateUIDAnnotation}
 
 // checkReleased checks the member objects that are not managed: only a template deleted under
 // preserveResourcesOnDeletion leaves one (the soak never makes two templates of one name),
