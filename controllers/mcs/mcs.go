@@ -390,12 +390,19 @@ func applyStatus(ctx context.Context, c client.Client, gvk schema.GroupVersionKi
 }
 
 // EnsureCRDs creates the ServiceExport and ServiceImport CRDs that are missing. A CRD that
-// exists (installed by anyone) is left alone.
+// exists (installed by anyone) is left alone, and one whose kind the cluster serves already
+// (its discovery, through c's RESTMapper) is not even asked for: every connection to a member
+// calls this, and a create refused as AlreadyExists is still a write request.
 func EnsureCRDs(ctx context.Context, c client.Client) error {
 	for _, data := range [][]byte{mcscrd.ServiceExportCRD, mcscrd.ServiceImportCRD} {
 		crd := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(data, &crd.Object); err != nil {
 			return fmt.Errorf("the embedded MCS CRD does not parse: %w", err)
+		}
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+		if _, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: group, Kind: kind}); err == nil {
+			continue
 		}
 		if err := c.Create(ctx, crd, client.FieldOwner(FieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create CRD %s: %w", crd.GetName(), err)

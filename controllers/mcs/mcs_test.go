@@ -3,7 +3,10 @@ package mcs_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -16,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
@@ -27,6 +31,11 @@ import (
 	"github.com/flotilla-io/flotilla/internal/join"
 	"github.com/flotilla-io/flotilla/internal/mcs"
 )
+
+// roundTripper is a function as an http.RoundTripper.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 var managed = map[string]string{wellknown.ManagedLabel: wellknown.ManagedLabelValue}
 
@@ -104,6 +113,26 @@ var _ = Describe("ServiceExport", func() {
 				}).WithContext(ctx).Should(Succeed())
 			}
 		}
+	})
+
+	It("asks no member that serves them already to create the MCS CRDs (every connection ensures them)", func(ctx context.Context) {
+		Eventually(func() error {
+			return env.Members["member1"].List(ctx, &mcsv1alpha1.ServiceExportList{})
+		}).WithContext(ctx).Should(Succeed())
+		var posts atomic.Int32
+		cfg := rest.CopyConfig(env.Fleet.Member("member1").RESTConfig())
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripper(func(req *http.Request) (*http.Response, error) {
+				if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/customresourcedefinitions") {
+					posts.Add(1)
+				}
+				return rt.RoundTrip(req)
+			})
+		})
+		c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(mcscontroller.EnsureCRDs(ctx, c)).To(Succeed())
+		Expect(posts.Load()).To(BeZero(), "a create refused as AlreadyExists is a write request all the same")
 	})
 
 	It("imports the exports of member1 and member2 everywhere, reports a port conflict, follows the slices and cleans up", func(ctx context.Context) {
