@@ -13,13 +13,22 @@ type InitialTemplate struct {
 }
 
 // InitialOrder queues the templates, in order, as a watch's initial list does, over the
-// bindings c holds, and returns the order the detector's workers would take them in.
-func InitialOrder(c cache.Cache, templates []InitialTemplate) []Key {
+// bindings c holds, and returns the order the detector's workers would take them in. With
+// beforeSync, the list is delivered before the cache's bindings have synced: queued tells
+// how many templates were queued before they did (the watcher holds them until then).
+func InitialOrder(c cache.Cache, templates []InitialTemplate, beforeSync bool) (order []Key, queued int) {
 	q := priorityqueue.New[Key]("initial-order")
 	defer q.ShutDown()
 	w := &watcher{cache: c, queue: q}
+	if !beforeSync {
+		w.bindingsHaveSynced(true)
+	}
 	for _, t := range templates {
 		w.enqueueInitial(t.Key, t.UID)
+	}
+	queued = q.Len()
+	if beforeSync {
+		w.bindingsHaveSynced(true)
 	}
 	out := make([]Key, 0, len(templates))
 	for range templates {
@@ -27,5 +36,5 @@ func InitialOrder(c cache.Cache, templates []InitialTemplate) []Key {
 		q.Done(k)
 		out = append(out, k)
 	}
-	return out
+	return out, queued
 }

@@ -43,8 +43,13 @@ var _ = Describe("A watch's initial list", func() {
 		// A template the detector has not seen yet.
 		list = append(list, detector.InitialTemplate{Key: key("new"), UID: "new"})
 
-		Expect(detector.InitialOrder(hostCache, list)).To(Equal([]detector.Key{
-			key("bound-2"), key("new"), key("bound-0"), key("bound-1"),
-		}))
+		want := []detector.Key{key("bound-2"), key("new"), key("bound-0"), key("bound-1")}
+		order, _ := detector.InitialOrder(hostCache, list, false)
+		Expect(order).To(Equal(want))
+
+		By("delivering the list before the cache's bindings have synced (the watches do not wait for them)")
+		order, queued := detector.InitialOrder(hostCache, list, true)
+		Expect(queued).To(BeZero(), "held until the bindings sync, when they can be sorted")
+		Expect(order).To(Equal(want))
 	})
 })

@@ -113,6 +113,21 @@ type watcher struct {
 	named map[schema.GroupVersionKind]bool
 	// feeds are the running feeds, by kind and namespace.
 	feeds map[feedKey]context.CancelFunc
+
+	// initialMu guards held: the templates of initial lists delivered before the cache's
+	// bindings synced (bindingsSynced), which enqueueInitial cannot sort yet.
+	initialMu      sync.Mutex
+	bindingsSynced bool
+	held           []heldTemplate
+	// unsorted: the bindings could not be waited for; every template is queued at the
+	// default priority.
+	unsorted bool
+}
+
+// heldTemplate is a template of an initial list waiting for the cache's bindings.
+type heldTemplate struct {
+	key Key
+	uid types.UID
 }
 
 // rescopeDelay lets a burst of namespace opt-ins and opt-outs settle before the watches of
@@ -170,8 +185,37 @@ func (w *watcher) enqueueLow(keys ...Key) {
 // nothing to do; at the default priority otherwise, a template created while the manager was
 // down or while it starts, which waits for its binding. After a restart with thousands of
 // templates, a new one so goes ahead of the checks of all the others.
+//
+// The watches start while the cache's bindings are still being listed (both lists take
+// seconds with tens of thousands of them): a template delivered before the bindings synced
+// is held, and queued once they have (bindingsSynced).
 func (w *watcher) enqueueInitial(k Key, uid types.UID) {
-	if w.bound(k, uid) {
+	w.initialMu.Lock()
+	if !w.bindingsSynced {
+		w.held = append(w.held, heldTemplate{k, uid})
+		w.initialMu.Unlock()
+		return
+	}
+	w.initialMu.Unlock()
+	w.sortInitial(k, uid)
+}
+
+// bindingsHaveSynced says that the cache's bindings have synced (synced false: they cannot,
+// so nothing is sorted), and queues the templates held until then.
+func (w *watcher) bindingsHaveSynced(synced bool) {
+	w.initialMu.Lock()
+	w.bindingsSynced, w.unsorted = true, !synced
+	held := w.held
+	w.held = nil
+	w.initialMu.Unlock()
+	for _, t := range held {
+		w.sortInitial(t.key, t.uid)
+	}
+}
+
+// sortInitial queues a template of an initial list by whether the cache holds its binding.
+func (w *watcher) sortInitial(k Key, uid types.UID) {
+	if !w.unsorted && w.bound(k, uid) {
 		w.enqueueLow(k)
 		return
 	}
@@ -179,7 +223,7 @@ func (w *watcher) enqueueInitial(k Key, uid types.UID) {
 }
 
 // bound reports whether the manager's cache holds the binding of the template k whose UID is
-// uid. Start has waited for the cache's bindings to sync.
+// uid. The cache's bindings have synced.
 func (w *watcher) bound(k Key, uid types.UID) bool {
 	key := types.NamespacedName{Namespace: k.Namespace, Name: BindingName(k.GVK.Kind, k.Name)}
 	var rb client.Object = &workv1alpha2.ResourceBinding{}
@@ -240,16 +284,20 @@ func (w *watcher) Start(ctx context.Context) error {
 	if !toolscache.WaitForCacheSync(ctx.Done(), nsReg.HasSynced) {
 		return nil
 	}
-	// Their initial lists are queued by whether the bindings are there (enqueueInitial): wait
-	// for the cache's bindings too. The controller's workers wait for them anyway.
-	for _, obj := range []client.Object{&workv1alpha2.ResourceBinding{}, &workv1alpha2.ClusterResourceBinding{}} {
-		if _, err := w.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(true)); err != nil {
-			if ctx.Err() != nil {
-				return nil
+	// Their initial lists are queued by whether the bindings are there (enqueueInitial),
+	// once the cache's bindings have synced; the watches start meanwhile.
+	go func() {
+		for _, obj := range []client.Object{&workv1alpha2.ResourceBinding{}, &workv1alpha2.ClusterResourceBinding{}} {
+			if _, err := w.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(true)); err != nil {
+				if ctx.Err() == nil {
+					log.Error(err, "Cannot wait for the cache's bindings; the templates of the watches' first lists are queued at the default priority")
+					w.bindingsHaveSynced(false)
+				}
+				return
 			}
-			return err
 		}
-	}
+		w.bindingsHaveSynced(true)
+	}()
 	go w.rescopeLoop(ctx)
 
 	t := time.NewTicker(w.interval)
