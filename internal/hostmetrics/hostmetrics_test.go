@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -100,5 +101,45 @@ func TestTransportCounts(t *testing.T) {
 		if got[k] != n {
 			t.Errorf("%v: got %d, want %d (all: %v)", k, got[k], n, got)
 		}
+	}
+}
+
+// countingSink counts the WithValues calls it gets.
+type countingSink struct {
+	logr.LogSink
+	withValues *int
+}
+
+func (s countingSink) WithValues(kv ...any) logr.LogSink {
+	*s.withValues++
+	return countingSink{s.LogSink.WithValues(kv...), s.withValues}
+}
+
+func (s countingSink) WithName(name string) logr.LogSink {
+	return countingSink{s.LogSink.WithName(name), s.withValues}
+}
+
+// A reconcile's logger gets its values at every reconcile; they are handed to the wrapped
+// sink (which encodes them) only when something is logged, and each logger logs its own.
+func TestLoggerValuesOnlyWhenLogging(t *testing.T) {
+	var out bytes.Buffer
+	calls := 0
+	base := funcr.New(func(prefix, args string) { out.WriteString(prefix + " " + args + "\n") }, funcr.Options{})
+	log := Logger(logr.New(countingSink{base.GetSink(), &calls})).WithName("a").WithValues("controller", "c")
+	r1 := log.WithValues("name", "one")
+	r2 := log.WithValues("name", "two").WithName("b")
+	if calls != 0 {
+		t.Errorf("the wrapped sink got %d WithValues before anything was logged", calls)
+	}
+	r1.Info("first")
+	r2.Info("second", "k", "v")
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 ||
+		!strings.Contains(lines[0], `"controller"="c" "name"="one"`) || strings.Contains(lines[0], "two") ||
+		!strings.Contains(lines[1], `a/b`) || !strings.Contains(lines[1], `"controller"="c" "name"="two" "k"="v"`) {
+		t.Errorf("logged:\n%s", out.String())
+	}
+	if got := ControllerFrom(logr.NewContext(context.Background(), r2)); got != "c" {
+		t.Errorf("ControllerFrom: %q", got)
 	}
 }
