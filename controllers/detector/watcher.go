@@ -114,6 +114,12 @@ type watcher struct {
 	// feeds are the running feeds, by kind and namespace.
 	feeds map[feedKey]context.CancelFunc
 
+	// started is closed once the first discovery has started the watches (or the watcher
+	// stopped before): until then a read of a template the watches will hold waits for them
+	// rather than asking the host (see get).
+	started     chan struct{}
+	startedOnce sync.Once
+
 	// initialMu guards held: the templates of initial lists delivered before the cache's
 	// bindings synced (bindingsSynced), which enqueueInitial cannot sort yet.
 	initialMu      sync.Mutex
@@ -146,8 +152,12 @@ func newWatcher(c cache.Cache, d discovery.DiscoveryInterface, m metadata.Interf
 		trigger: make(chan struct{}, 1), rescope: make(chan struct{}, 1), queueReady: make(chan struct{}),
 		discovered: map[schema.GroupVersionKind]kindInfo{}, scanned: map[schema.GroupVersionKind]bool{},
 		wanted: map[schema.GroupVersionKind]bool{}, optedIn: map[string]bool{},
-		informers: map[schema.GroupVersionKind]*informer{}, pending: map[schema.GroupVersionKind]*informer{}}
+		informers: map[schema.GroupVersionKind]*informer{}, pending: map[schema.GroupVersionKind]*informer{},
+		started: make(chan struct{})}
 }
+
+// watchesStarted closes started, once: the first discovery has started the watches.
+func (w *watcher) watchesStarted() { w.startedOnce.Do(func() { close(w.started) }) }
 
 // source is the detector controller's source of template events: the controller hands the
 // watcher its queue, and the watches add to it.
@@ -254,6 +264,7 @@ func (w *watcher) Start(ctx context.Context) error {
 	w.ctx = ctx
 	w.mu.Unlock()
 	defer w.stopAll()
+	defer w.watchesStarted()
 
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
@@ -306,6 +317,7 @@ func (w *watcher) Start(ctx context.Context) error {
 		if err := w.sync(ctx); err != nil {
 			log.Error(err, "Discovery of template kinds was partial; retrying later")
 		}
+		w.watchesStarted()
 		select {
 		case <-ctx.Done():
 			return nil

@@ -223,7 +223,19 @@ func (w *watcher) informerFor(gvk schema.GroupVersionKind, namespace string) *in
 // watch stopped while waiting).
 func (w *watcher) get(ctx context.Context, key types.NamespacedName, out *metav1.PartialObjectMetadata) error {
 	gvk := out.GroupVersionKind()
-	if inf := w.informerFor(gvk, key.Namespace); inf != nil {
+	inf := w.informerFor(gvk, key.Namespace)
+	if inf == nil && w.started != nil {
+		// At a start, the checks the bindings' initial list queues come before the watches:
+		// wait for them rather than ask the host for every template (a GET each, 10,000
+		// after a restart with 10,000 templates, slowing the watches' own lists).
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-w.started:
+		}
+		inf = w.informerFor(gvk, key.Namespace)
+	}
+	if inf != nil {
 		synced, err := waitSynced(ctx, inf)
 		if err != nil {
 			return err
