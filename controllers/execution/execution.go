@@ -563,9 +563,8 @@ func (r *Reconciler) desired(ctx context.Context, m *member.Member, obj, cur *un
 	if r.HostID != "" {
 		ann[wellknown.HostIDAnnotation] = r.HostID
 	}
-	delete(ann, wellknown.AppliedDigestAnnotation)
 	desired.SetAnnotations(ann)
-	ann[wellknown.AppliedDigestAnnotation] = applied.Digest(desired)
+	ann[wellknown.AppliedDigestAnnotation] = applied.Digest(desired) // Digest leaves the annotation out
 	desired.SetAnnotations(ann)
 	return desired, autoscaler, nil
 }
@@ -641,12 +640,8 @@ func (r *Reconciler) unchangedLive(ctx context.Context, m *member.Member, obj *u
 		return nil, ""
 	}
 	desired, autoscaler, err := r.desired(ctx, m, obj, live)
-	if err == nil {
-		if _, has := live.GetAnnotations()[wellknown.AppliedDigestAnnotation]; !has {
-			ann := desired.GetAnnotations()
-			delete(ann, wellknown.AppliedDigestAnnotation)
-			desired.SetAnnotations(ann)
-		}
+	if _, has := live.GetAnnotations()[wellknown.AppliedDigestAnnotation]; err == nil && !has {
+		unstructured.RemoveNestedField(desired.Object, "metadata", "annotations", wellknown.AppliedDigestAnnotation)
 	}
 	if err != nil || !applied.Unchanged(live, desired, wellknown.FieldManager) {
 		log.Info("Member object changed since the last apply; applying", "error", fmt.Sprint(err))

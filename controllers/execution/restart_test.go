@@ -1,12 +1,15 @@
 package execution_test
 
 import (
+	"context"
 	"net/http"
 	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +24,25 @@ func deploymentPath(ns, name string) string {
 	return "/apis/apps/v1/namespaces/" + ns + "/deployments/" + name
 }
 
+// appliedThenForgotten applies obj to member2 through a Work, waits until the Work reports
+// it applied, and has the controller forget the apply, as a restart does.
+func appliedThenForgotten(ctx context.Context, obj client.Object) {
+	GinkgoHelper()
+	w := createWork(ctx, "member2", obj)
+	env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+	Eventually(func(g Gomega) { env.Get(ctx, g, w); g.Expect(w.Status.ManifestStatuses).NotTo(BeEmpty()) }).WithContext(ctx).Should(Succeed())
+	reconciler.ForgetApplied()
+}
+
+// patchInMember changes obj's member object in member2 as owner, by a merge patch.
+func patchInMember[T client.Object](ctx context.Context, obj T, owner string, change func(T)) {
+	GinkgoHelper()
+	cur := memberObject(ctx, Default, "member2", obj)
+	patch := client.MergeFrom(cur.DeepCopyObject().(client.Object))
+	change(cur)
+	Expect(env.Members["member2"].Patch(ctx, cur, patch, client.FieldOwner(owner))).To(Succeed())
+}
+
 // After a restart the controller remembers no apply: the member objects' managedFields say
 // whether each is as it last applied it.
 var _ = Describe("Works looked at again after a restart", Ordered, func() {
@@ -29,18 +51,13 @@ var _ = Describe("Works looked at again after a restart", Ordered, func() {
 	It("are not applied again when their member object is as last applied", func(ctx SpecContext) {
 		deploy := fleettest.Deployment(ns, "web", 2)
 		deploy.Spec.Template.Annotations = map[string]string{"a": "b"}
-		w := createWork(ctx, "member2", deploy)
-		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
-		Eventually(func(g Gomega) { env.Get(ctx, g, w); g.Expect(w.Status.ManifestStatuses).NotTo(BeEmpty()) }).WithContext(ctx).Should(Succeed())
-
-		reconciler.ForgetApplied()
+		appliedThenForgotten(ctx, deploy)
 		applied, unchanged := execution.Applies("member2", "applied"), execution.Applies("member2", "unchanged")
 		// Someone adds an annotation of their own in the member: the object's event brings
 		// the Work back, and what Flotilla applied is still as it was.
-		d := memberObject(ctx, Default, "member2", deploy)
-		patch := client.MergeFrom(d.DeepCopy())
-		d.Annotations["someone"] = "else"
-		Expect(env.Members["member2"].Patch(ctx, d, patch, client.FieldOwner("someone"))).To(Succeed())
+		patchInMember(ctx, deploy, "someone", func(d *appsv1.Deployment) {
+			d.Annotations["someone"] = "else"
+		})
 
 		Eventually(func() float64 { return execution.Applies("member2", "unchanged") }).WithContext(ctx).Should(BeNumerically(">", unchanged))
 		Expect(execution.Applies("member2", "applied")).To(Equal(applied))
@@ -49,18 +66,13 @@ var _ = Describe("Works looked at again after a restart", Ordered, func() {
 
 	It("tell an object as last applied from the member cache, without reading it from the member", func(ctx SpecContext) {
 		deploy := fleettest.Deployment(ns, "cached", 2)
-		w := createWork(ctx, "member2", deploy)
-		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
-		Eventually(func(g Gomega) { env.Get(ctx, g, w); g.Expect(w.Status.ManifestStatuses).NotTo(BeEmpty()) }).WithContext(ctx).Should(Succeed())
+		appliedThenForgotten(ctx, deploy)
 		Expect(memberObject(ctx, Default, "member2", deploy).Annotations).To(HaveKey(wellknown.AppliedDigestAnnotation))
-
-		reconciler.ForgetApplied()
 		reads := env.MemberRequests("member2", http.MethodGet, deploymentPath(ns, "cached"))
 		applied, unchanged := execution.Applies("member2", "applied"), execution.Applies("member2", "unchanged")
-		d := memberObject(ctx, Default, "member2", deploy)
-		patch := client.MergeFrom(d.DeepCopy())
-		d.Labels["someone"] = "else"
-		Expect(env.Members["member2"].Patch(ctx, d, patch, client.FieldOwner("someone"))).To(Succeed())
+		patchInMember(ctx, deploy, "someone", func(d *appsv1.Deployment) {
+			d.Labels["someone"] = "else"
+		})
 
 		Eventually(func() float64 { return execution.Applies("member2", "unchanged") }).WithContext(ctx).Should(BeNumerically(">", unchanged))
 		Expect(execution.Applies("member2", "applied")).To(Equal(applied))
@@ -70,33 +82,23 @@ var _ = Describe("Works looked at again after a restart", Ordered, func() {
 
 	It("put back a field someone changed in the member, though the applied digest still matches", func(ctx SpecContext) {
 		deploy := fleettest.Deployment(ns, "scaled", 2)
-		w := createWork(ctx, "member2", deploy)
-		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
-		Eventually(func(g Gomega) { env.Get(ctx, g, w); g.Expect(w.Status.ManifestStatuses).NotTo(BeEmpty()) }).WithContext(ctx).Should(Succeed())
-
-		reconciler.ForgetApplied()
-		d := memberObject(ctx, Default, "member2", deploy)
-		patch := client.MergeFrom(d.DeepCopy())
-		d.Spec.Replicas = ptr.To[int32](5)
-		Expect(env.Members["member2"].Patch(ctx, d, patch, client.FieldOwner("kubectl-scale"))).To(Succeed())
+		appliedThenForgotten(ctx, deploy)
+		patchInMember(ctx, deploy, "kubectl-scale", func(d *appsv1.Deployment) {
+			d.Spec.Replicas = ptr.To[int32](5)
+		})
 
 		Eventually(func(g Gomega) int32 { return *memberObject(ctx, g, "member2", deploy).Spec.Replicas }).WithContext(ctx).Should(Equal(int32(2)))
 	})
 
 	It("are not applied again for the applied digest alone, when their member object has none (applied before it)", func(ctx SpecContext) {
 		cm := fleettest.ConfigMap(ns, "before-digest", map[string]string{"k": "v"})
-		w := createWork(ctx, "member2", cm)
-		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
-		Eventually(func(g Gomega) { env.Get(ctx, g, w); g.Expect(w.Status.ManifestStatuses).NotTo(BeEmpty()) }).WithContext(ctx).Should(Succeed())
-
-		reconciler.ForgetApplied()
+		appliedThenForgotten(ctx, cm)
 		applied, unchanged := execution.Applies("member2", "applied"), execution.Applies("member2", "unchanged")
 		// As an object an earlier Flotilla applied: no digest, and none among the fields
 		// "flotilla" owns.
-		c := memberObject(ctx, Default, "member2", cm)
-		patch := client.MergeFrom(c.DeepCopy())
-		delete(c.Annotations, wellknown.AppliedDigestAnnotation)
-		Expect(env.Members["member2"].Patch(ctx, c, patch, client.FieldOwner("someone"))).To(Succeed())
+		patchInMember(ctx, cm, "someone", func(c *corev1.ConfigMap) {
+			delete(c.Annotations, wellknown.AppliedDigestAnnotation)
+		})
 
 		Eventually(func() float64 { return execution.Applies("member2", "unchanged") }).WithContext(ctx).Should(BeNumerically(">", unchanged))
 		Expect(execution.Applies("member2", "applied")).To(Equal(applied))
@@ -105,15 +107,10 @@ var _ = Describe("Works looked at again after a restart", Ordered, func() {
 
 	It("put back what someone changed in the member while the manager was down", func(ctx SpecContext) {
 		cm := fleettest.ConfigMap(ns, "cfg", map[string]string{"k": "v", "l": "w"})
-		w := createWork(ctx, "member2", cm)
-		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
-		Eventually(func(g Gomega) { env.Get(ctx, g, w); g.Expect(w.Status.ManifestStatuses).NotTo(BeEmpty()) }).WithContext(ctx).Should(Succeed())
-
-		reconciler.ForgetApplied()
-		c := memberObject(ctx, Default, "member2", cm)
-		patch := client.MergeFrom(c.DeepCopy())
-		c.Data = map[string]string{"k": "changed by hand"} // l removed, k changed
-		Expect(env.Members["member2"].Patch(ctx, c, patch, client.FieldOwner("kubectl-edit"))).To(Succeed())
+		appliedThenForgotten(ctx, cm)
+		patchInMember(ctx, cm, "kubectl-edit", func(c *corev1.ConfigMap) {
+			c.Data = map[string]string{"k": "changed by hand"} // l removed, k changed
+		})
 
 		Eventually(func(g Gomega) map[string]string { return memberObject(ctx, g, "member2", cm).Data }).
 			WithContext(ctx).Should(Equal(map[string]string{"k": "v", "l": "w"}))
@@ -137,10 +134,7 @@ var _ = Describe("Works looked at again after a restart", Ordered, func() {
 		Expect(members.Status("member2").Down).To(BeFalse())
 
 		By("bringing the Work back while the member is not healthy")
-		c := memberObject(ctx, Default, "member2", cm)
-		patch := client.MergeFrom(c.DeepCopy())
-		c.Annotations["someone"] = "else"
-		Expect(env.Members["member2"].Patch(ctx, c, patch, client.FieldOwner("someone"))).To(Succeed())
+		patchInMember(ctx, cm, "someone", func(c *corev1.ConfigMap) { c.Annotations["someone"] = "else" })
 		Consistently(func(g Gomega) {
 			g.Expect(members.Status("member2").Down).To(BeFalse(), "the member went down: the spec's window is over")
 			c := env.Applied(ctx, g, w)
