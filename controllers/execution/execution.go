@@ -125,6 +125,8 @@ type Reconciler struct {
 	grantedGroups memo.Map[string, time.Time]
 	// blind are the Works seen while the member cache had not synced their kind (blind.go).
 	blind blindWorks
+	// checks are the checks after a start waiting for a member cache to sync (deferred.go).
+	checks waitingChecks
 	// rewatched remembers, per member and kind, the grant of its group after which the
 	// member cache's watch of it was started afresh.
 	rewatched memo.Map[blindKind, time.Time]
@@ -150,6 +152,7 @@ type appliedState struct {
 func (r *Reconciler) forgetMember(cluster string) {
 	r.namespaces.Delete(cluster)
 	r.grantedGroups.DeleteFunc(func(key string, _ time.Time) bool { return strings.HasPrefix(key, cluster+"/") })
+	r.checks.forget(cluster)
 }
 
 // knownNamespaces are the namespaces seen to exist in one member connection. A new
@@ -278,7 +281,17 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 			return ctrl.Result{}, err
 		}
 	}
-	if r.upToDate(ctx, m, work, objs) || r.unchangedSinceStart(ctx, m, work, objs) {
+	unchanged := r.upToDate(ctx, m, work, objs)
+	if !unchanged {
+		switch r.unchangedSinceStart(ctx, cluster, m, work, objs) {
+		case checkedUnchanged:
+			unchanged = true
+		case checkWaits:
+			// Queued again once the member cache has synced the kind (deferred.go).
+			return ctrl.Result{}, nil
+		}
+	}
+	if unchanged {
 		r.seen(ctx, cluster, m, key, objs)
 		r.crdsEstablished(ctx, cluster, m, work, objs)
 		// Nothing to apply, but the condition may still say otherwise (Unknown after a blip,
@@ -569,34 +582,51 @@ func (r *Reconciler) desired(ctx context.Context, m *member.Member, obj, cur *un
 	return desired, autoscaler, nil
 }
 
-// unchangedSinceStart reports whether the Work's one member object is as this controller last
+// check is what unchangedSinceStart found.
+type check int
+
+const (
+	// notChecked: the Work is to be applied (changed, never applied, nothing to check by).
+	notChecked check = iota
+	// checkedUnchanged: the member object is as last applied.
+	checkedUnchanged
+	// checkWaits: the check waits for the member cache to sync the kind (deferred.go).
+	checkWaits
+)
+
+// unchangedSinceStart checks whether the Work's one member object is as this controller last
 // applied it, when nothing is remembered of that apply (the manager started since, or this
 // replica just took the Work's shard over) and the Work's Applied condition says its
 // generation was applied. The member cache's copy says so when it carries the digest of what
 // would be applied now and "flotilla" still owns exactly the fields that apply would own
-// (applied.UnchangedCached): no request. Otherwise (an object applied before the digest, a
-// kind whose copy the cache trims of what Retain reads, a change) the object is read from the
-// member, and its managedFields say what "flotilla" owns, which must hold exactly what an
-// apply would write now (applied.Unchanged). An object someone changed or deleted since, one
-// of another host, or one being adopted from Karmada is applied as before. When it is
-// unchanged, the object is remembered as after an apply.
-func (r *Reconciler) unchangedSinceStart(ctx context.Context, m *member.Member, work *workv1alpha1.Work, objs []*unstructured.Unstructured) bool {
+// (applied.UnchangedCached): no request. A member cache that has not synced the kind yet is
+// waited for (checkLater). Otherwise (an object applied before the digest, a kind whose copy
+// the cache trims of what Retain reads, a change, a cache that did not sync in time) the
+// object is read from the member, and its managedFields say what "flotilla" owns, which must
+// hold exactly what an apply would write now (applied.Unchanged). An object someone changed
+// or deleted since, one of another host, or one being adopted from Karmada is applied as
+// before. When it is unchanged, the object is remembered as after an apply.
+func (r *Reconciler) unchangedSinceStart(ctx context.Context, cluster string, m *member.Member, work *workv1alpha1.Work, objs []*unstructured.Unstructured) check {
 	if len(objs) != 1 || !appliedCurrent(work) || len(work.Status.ManifestStatuses) == 0 {
-		return false
+		return notChecked
 	}
 	if _, remembered := r.applied.Load(work.UID); remembered {
-		return false
+		return notChecked
 	}
 	obj := objs[0]
 	if obj.GetAnnotations()[wellknown.AdoptKarmadaUIDAnnotation] != "" {
-		return false
+		return notChecked
+	}
+	if r.checkLater(ctx, cluster, m, client.ObjectKeyFromObject(work), obj.GroupVersionKind()) {
+		applies.WithLabelValues(cluster, "waited").Inc()
+		return checkWaits
 	}
 	from := "member cache"
 	live, autoscaler := r.unchangedCached(ctx, m, obj)
 	if live == nil {
 		from = "member"
 		if live, autoscaler = r.unchangedLive(ctx, m, obj); live == nil {
-			return false
+			return notChecked
 		}
 	}
 	obj.SetGeneration(live.GetGeneration())
@@ -605,7 +635,7 @@ func (r *Reconciler) unchangedSinceStart(ctx context.Context, m *member.Member, 
 	r.remember(work, objs, autoscaler)
 	applies.WithLabelValues(m.Name, "unchanged").Inc()
 	ctrl.LoggerFrom(ctx).V(1).Info("Member object unchanged since the last apply; not applied again", "readFrom", from)
-	return true
+	return checkedUnchanged
 }
 
 // unchangedCached returns the member cache's copy of obj's member object, and the member HPA

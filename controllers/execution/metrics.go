@@ -6,11 +6,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// applies counts, per member, the Works applied there and those a check after a start found
-// unchanged (read, not applied again).
+// applies counts, per member, the Works applied there, those a check after a start found
+// unchanged (not applied again), and the checks that waited for the member cache to sync.
 var applies = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "flotilla_execution_applies_total",
-	Help: "Works applied to members (result applied), or found as last applied after a start and not applied again (result unchanged).",
+	Help: "Works applied to members (result applied), found as last applied after a start and not applied again (result unchanged), or whose check after a start waited for the member cache's first list (result waited).",
 }, []string{"cluster", "result"})
 
 func init() { metrics.Registry.MustRegister(applies) }

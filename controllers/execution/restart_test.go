@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
 	"github.com/flotilla-io/flotilla/controllers/execution"
@@ -143,5 +144,55 @@ var _ = Describe("Works looked at again after a restart", Ordered, func() {
 		}).WithContext(ctx).WithTimeout(1500 * time.Millisecond).WithPolling(100 * time.Millisecond).Should(Succeed())
 		failing.Store(false)
 		Eventually(func() bool { return members.Status("member2").Healthy }).WithContext(ctx).Should(BeTrue())
+	})
+})
+
+var _ = Describe("A Work checked after a start before its member cache has listed the kind", func() {
+	It("waits for the member cache's first list instead of reading its object from the member", func(ctx SpecContext) {
+		// PodTemplates are applied by no other spec: the member cache's first list of them in
+		// member2 is held back while the switch is on.
+		var holding atomic.Bool
+		release := make(chan struct{})
+		env.OnMemberRequest(func(cluster string, req *http.Request) {
+			// A list or a watch (which lists first, as the informers' streaming lists do).
+			if cluster == "member2" && req.Method == http.MethodGet && req.URL.Path == "/api/v1/podtemplates" && holding.Load() {
+				<-release
+			}
+		})
+		holding.Store(true)
+		DeferCleanup(func() {
+			if holding.CompareAndSwap(true, false) {
+				close(release)
+			}
+		})
+		pt := &corev1.PodTemplate{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodTemplate"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "exec-check-waits", Name: "tmpl"},
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}}}}
+		w := createWork(ctx, "member2", pt)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Eventually(func(g Gomega) { env.Get(ctx, g, w); g.Expect(w.Status.ManifestStatuses).NotTo(BeEmpty()) }).WithContext(ctx).Should(Succeed())
+		reconciler.ForgetApplied()
+
+		objectPath := "/api/v1/namespaces/exec-check-waits/podtemplates/tmpl"
+		reads := env.MemberRequests("member2", http.MethodGet, objectPath)
+		applied, unchanged, waited := execution.Applies("member2", "applied"), execution.Applies("member2", "unchanged"), execution.Applies("member2", "waited")
+		By("checking the Work, as the Works' initial list does at a start")
+		_, err := reconciler.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() float64 { return execution.Applies("member2", "waited") }).WithContext(ctx).Should(BeNumerically(">", waited))
+		Consistently(func(g Gomega) {
+			g.Expect(env.MemberRequests("member2", http.MethodGet, objectPath)).To(Equal(reads), "reads of the object from the member")
+			g.Expect(execution.Applies("member2", "unchanged")).To(Equal(unchanged))
+			c := env.Applied(ctx, g, w)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "the condition stays while the check waits")
+		}).WithContext(ctx).WithTimeout(time.Second).Should(Succeed())
+
+		By("letting the member cache's first list answer")
+		holding.Store(false)
+		close(release)
+		Eventually(func() float64 { return execution.Applies("member2", "unchanged") }).WithContext(ctx).Should(BeNumerically(">", unchanged))
+		Expect(execution.Applies("member2", "applied")).To(Equal(applied))
+		Expect(env.MemberRequests("member2", http.MethodGet, objectPath)).To(Equal(reads), "told from the member cache")
 	})
 })
