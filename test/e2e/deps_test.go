@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -53,9 +54,11 @@ var _ = Describe("propagateDeps", func() {
 			for _, m := range two {
 				d := &appsv1.Deployment{}
 				g.Expect(env.Members[m].Get(ctx, client.ObjectKeyFromObject(web), d)).To(Succeed())
-				g.Expect(d.Status.ReadyReplicas).To(BeEquivalentTo(2), m)
+				g.Expect(d.Status.ReadyReplicas).To(BeEquivalentTo(2), "%s; %s", podState(ctx, m, ns, "web"), bindingState(ctx, ns, "web"))
 				for _, dep := range deps {
-					g.Expect(env.Members[m].Get(ctx, client.ObjectKeyFromObject(dep), dep.DeepCopyObject().(client.Object))).To(Succeed(), m)
+					kind := fmt.Sprintf("%T", dep)[len("*v1."):]
+					g.Expect(env.Members[m].Get(ctx, client.ObjectKeyFromObject(dep), dep.DeepCopyObject().(client.Object))).To(Succeed(),
+						"%s on %s; %s", kind, m, bindingStateOf(ctx, ns, kind, dep.GetName()))
 				}
 			}
 		}).WithContext(ctx).Should(Succeed())
