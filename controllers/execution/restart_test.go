@@ -167,7 +167,7 @@ var _ = Describe("A Work checked after a start before its member cache has liste
 		})
 		pt := &corev1.PodTemplate{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodTemplate"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: "exec-check-waits", Name: "tmpl"},
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}}}}
+			Template:   corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}}}}
 		w := createWork(ctx, "member2", pt)
 		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
 		Eventually(func(g Gomega) { env.Get(ctx, g, w); g.Expect(w.Status.ManifestStatuses).NotTo(BeEmpty()) }).WithContext(ctx).Should(Succeed())
