@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -116,10 +117,19 @@ var _ = Describe("Scheduling by what fits on the members' nodes", Ordered, func(
 		// release (docs/guides/scheduling.md, "No double booking"): the last workloads may
 		// wait for the hold TTL, which the wait below covers.
 		freeAgain(ctx)
-		slots := map[string]int64{}
-		for _, m := range []string{"member1", "member2", "member3"} {
-			slots[m] = replicasThatFit(ctx, m, resource.MustParse("2"))
-		}
+		// Specs before may leave the fleet moving (a member unjoined and joined again, its
+		// workloads moved away and back): the slots are counted once they hold still for two
+		// of the Clusters' status refreshes.
+		var slots map[string]int64
+		Eventually(func() bool {
+			now := map[string]int64{}
+			for _, m := range []string{"member1", "member2", "member3"} {
+				now[m] = replicasThatFit(ctx, m, resource.MustParse("2"))
+			}
+			still := maps.Equal(now, slots)
+			slots = now
+			return still
+		}).WithContext(ctx).WithPolling(10*time.Second).Should(BeTrue(), "the members' 2-CPU slots hold still")
 		n := int(min(20, slots["member1"]+slots["member2"]+slots["member3"]))
 		Expect(n).To(BeNumerically(">", slots["member1"]), "the members have room for more 2-CPU replicas than member1 holds: %v", slots)
 		GinkgoWriter.Printf("2-CPU slots by member: %v; %d workloads\n", slots, n)
@@ -139,22 +149,39 @@ var _ = Describe("Scheduling by what fits on the members' nodes", Ordered, func(
 		for i := range n {
 			Expect(env.Host.Create(ctx, deployment(ns, fmt.Sprintf("w%02d", i), 1, resource.MustParse("2"), nil))).To(Succeed())
 		}
+		// The scheduler's part is to place each workload within the room it measured, not
+		// more on member1 than fits there: checked by the placements, not by Ready pods,
+		// which other specs' pods on the shared members (a 10m pod landing on the small node
+		// after the slots were counted) can keep Pending whatever the placement.
 		Eventually(func(g Gomega) {
-			onMember1 := 0
+			byMember := map[string]int64{}
 			for i := range n {
 				got := placed(ctx, ns, fmt.Sprintf("w%02d", i))
 				g.Expect(got).To(HaveLen(1), "w%02d is placed on one member; %s", i, bindingState(ctx, ns, fmt.Sprintf("w%02d", i)))
 				for m, r := range got {
-					g.Expect(r).To(Equal(framework.Replicas{Spec: 1, Ready: 1}), "w%02d on %s; %s", i, m, podState(ctx, m, ns, fmt.Sprintf("w%02d", i)))
-					if m == "member1" {
-						onMember1++
-					}
+					g.Expect(r.Spec).To(BeEquivalentTo(1), "w%02d on %s", i, m)
+					byMember[m]++
 				}
 			}
-			g.Expect(onMember1).To(BeNumerically("<=", slots["member1"]), "workloads on member1, which holds %d", slots["member1"])
+			g.Expect(byMember["member1"]).To(BeNumerically("<=", slots["member1"]), "workloads on member1, which holds %d (placed by member: %v)", slots["member1"], byMember)
 		}).WithContext(ctx).WithTimeout(ledger.DefaultTTL + time.Minute).Should(Succeed())
+		GinkgoWriter.Printf("placed within the slots; pods not Ready: %v\n", notReady(ctx, ns, n))
 	})
 })
+
+// notReady lists the burst's workloads whose member replica is not Ready, for the log.
+func notReady(ctx context.Context, ns string, n int) []string {
+	var out []string
+	for i := range n {
+		name := fmt.Sprintf("w%02d", i)
+		for m, r := range env.DeploymentReplicas(ctx, ns, name) {
+			if r.Spec > 0 && r.Ready < r.Spec {
+				out = append(out, name+" on "+m)
+			}
+		}
+	}
+	return out
+}
 
 // replicasThatFit is how many replicas requesting cpu fit on a member's nodes now, node by
 // node, from the node groups its Cluster reports (what the scheduler estimates from).
