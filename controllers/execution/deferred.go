@@ -3,6 +3,8 @@ package execution
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -56,20 +58,15 @@ func (c *waitingChecks) add(k blindKind, m *member.Member, work types.Namespaced
 		c.kinds = map[blindKind]*kindChecks{}
 	}
 	kc := c.kinds[k]
-	if kc != nil && kc.member != m {
-		// Of an earlier connection: its checks came back with the new connection's event.
-		kc = nil
-	}
-	if kc != nil && kc.gaveUp {
+	if kc != nil && kc.member == m && kc.gaveUp {
 		return false, false
 	}
-	first = kc == nil || kc.works == nil
-	if kc == nil {
-		kc = &kindChecks{member: m}
+	if kc == nil || kc.member != m {
+		// None yet, or of an earlier connection: its checks came back with the new
+		// connection's event.
+		kc = &kindChecks{member: m, works: map[types.NamespacedName]struct{}{}}
 		c.kinds[k] = kc
-	}
-	if kc.works == nil {
-		kc.works = map[types.NamespacedName]struct{}{}
+		first = true
 	}
 	kc.works[work] = struct{}{}
 	return true, first
@@ -84,10 +81,7 @@ func (c *waitingChecks) take(k blindKind, m *member.Member, gaveUp bool) []types
 	if kc == nil || kc.member != m {
 		return nil
 	}
-	out := make([]types.NamespacedName, 0, len(kc.works))
-	for w := range kc.works {
-		out = append(out, w)
-	}
+	out := slices.Collect(maps.Keys(kc.works))
 	kc.works = nil
 	if gaveUp {
 		kc.gaveUp = true

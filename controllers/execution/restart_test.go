@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/flotilla-io/flotilla/api/wellknown"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/internal/testing/fleettest"
 )
@@ -26,13 +27,14 @@ func deploymentPath(ns, name string) string {
 }
 
 // appliedThenForgotten applies obj to member2 through a Work, waits until the Work reports
-// it applied, and has the controller forget the apply, as a restart does.
-func appliedThenForgotten(ctx context.Context, obj client.Object) {
+// it applied, and has the controller forget the apply, as a restart does. It returns the Work.
+func appliedThenForgotten(ctx context.Context, obj client.Object) *workv1alpha1.Work {
 	GinkgoHelper()
 	w := createWork(ctx, "member2", obj)
 	env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
 	Eventually(func(g Gomega) { env.Get(ctx, g, w); g.Expect(w.Status.ManifestStatuses).NotTo(BeEmpty()) }).WithContext(ctx).Should(Succeed())
 	reconciler.ForgetApplied()
+	return w
 }
 
 // patchInMember changes obj's member object in member2 as owner, by a merge patch.
@@ -168,10 +170,7 @@ var _ = Describe("A Work checked after a start before its member cache has liste
 		pt := &corev1.PodTemplate{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodTemplate"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: "exec-check-waits", Name: "tmpl"},
 			Template:   corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}}}}
-		w := createWork(ctx, "member2", pt)
-		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
-		Eventually(func(g Gomega) { env.Get(ctx, g, w); g.Expect(w.Status.ManifestStatuses).NotTo(BeEmpty()) }).WithContext(ctx).Should(Succeed())
-		reconciler.ForgetApplied()
+		w := appliedThenForgotten(ctx, pt)
 
 		objectPath := "/api/v1/namespaces/exec-check-waits/podtemplates/tmpl"
 		reads := env.MemberRequests("member2", http.MethodGet, objectPath)

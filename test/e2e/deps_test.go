@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -56,9 +55,10 @@ var _ = Describe("propagateDeps", func() {
 				g.Expect(env.Members[m].Get(ctx, client.ObjectKeyFromObject(web), d)).To(Succeed())
 				g.Expect(d.Status.ReadyReplicas).To(BeEquivalentTo(2), "%s; %s", podState(ctx, m, ns, "web"), bindingState(ctx, ns, "web"))
 				for _, dep := range deps {
-					kind := fmt.Sprintf("%T", dep)[len("*v1."):]
+					gvk, err := env.Host.GroupVersionKindFor(dep)
+					g.Expect(err).NotTo(HaveOccurred())
 					g.Expect(env.Members[m].Get(ctx, client.ObjectKeyFromObject(dep), dep.DeepCopyObject().(client.Object))).To(Succeed(),
-						"%s on %s; %s", kind, m, bindingStateOf(ctx, ns, kind, dep.GetName()))
+						"%s on %s; %s", gvk.Kind, m, bindingStateOf(ctx, ns, gvk.Kind, dep.GetName()))
 				}
 			}
 		}).WithContext(ctx).Should(Succeed())

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -227,12 +226,17 @@ func (c *counts) snapshot() map[string]map[watch.EventType]int {
 // unseenWorks are, by member, the templates of which no Work was seen (Works are named
 // <template>-<hash>).
 func unseenWorks(seen map[string]map[watch.EventType]int) map[string][]string {
+	templatesSeen := map[string]bool{}
+	for k := range seen {
+		if i := strings.LastIndex(k, "-"); i > 0 {
+			templatesSeen[k[:i]] = true // member/cm-NNN
+		}
+	}
 	out := map[string][]string{}
 	for _, m := range members {
 		for i := range templates {
-			name := fmt.Sprintf("cm-%03d-", i)
-			if !slices.ContainsFunc(slices.Collect(maps.Keys(seen)), func(k string) bool { return strings.HasPrefix(k, m+"/"+name) }) {
-				out[m] = append(out[m], strings.TrimSuffix(name, "-"))
+			if name := fmt.Sprintf("cm-%03d", i); !templatesSeen[m+"/"+name] {
+				out[m] = append(out[m], name)
 			}
 		}
 	}
