@@ -46,20 +46,21 @@ var _ = Describe("Scheduling by what fits on the members' nodes", Ordered, func(
 		})
 	}
 	// The specs leave the members as they found them: after the last one, the cleanup waits
-	// until every member's Cluster reports the CPU free again that it had before the first
-	// (other specs size their workloads by it; the suite refreshes it every 5 s).
-	before := map[string]int64{}
-	freeAgain := func(ctx context.Context) {
-		for m, free := range before {
-			Eventually(func(g Gomega) int64 { return freeCPU(ctx, g, m) }).WithContext(ctx).
-				Should(BeNumerically(">=", free), "%s's CPU is free again", m)
-		}
-	}
-	BeforeAll(func(ctx context.Context) {
-		for _, m := range []string{"member1", "member2", "member3"} {
-			Eventually(func(g Gomega) { before[m] = freeCPU(ctx, g, m) }).WithContext(ctx).Should(Succeed())
-		}
-		DeferCleanup(freeAgain)
+	// until none of the specs' pods is left on any member, terminating ones included, and the
+	// Clusters report the room that frees (other specs size their workloads by it). Their
+	// free CPU is not compared with what it was before the first spec: the fleet is shared,
+	// and other specs' workloads may still be moving then (a small pod placed on a member
+	// since takes its room for good).
+	namespaces := []string{"fit-e2e", "gpu-e2e", "burst-e2e"}
+	BeforeAll(func() {
+		DeferCleanup(func(ctx context.Context) {
+			podsGone(ctx, namespaces...)
+			heldStill(ctx, "the members' free CPU", func(m string) int64 {
+				var free int64
+				Eventually(func(g Gomega) { free = freeCPU(ctx, g, m) }).WithContext(ctx).Should(Succeed())
+				return free
+			})
+		})
 	})
 	placed := func(ctx context.Context, ns, name string) map[string]framework.Replicas {
 		out := map[string]framework.Replicas{}
@@ -109,27 +110,18 @@ var _ = Describe("Scheduling by what fits on the members' nodes", Ordered, func(
 		// fleet (four on each large node, one on the small one). Without holds, every binding
 		// saw that room and most of the twenty went there; the rest stayed Pending.
 		const ns = "burst-e2e"
-		// The specs before this one leave pods terminating on every member: wait for the
-		// room the members had before the first spec. Specs of other containers may have
-		// left small pods running (a 10m pod takes a 2-CPU slot from a node), so the burst
-		// is sized by the slots there are now: more than member1 holds, at most twenty. Pods
-		// of other specs deleted while the burst's placements are held delay the holds'
-		// release (docs/guides/scheduling.md, "No double booking"): the last workloads may
-		// wait for the hold TTL, which the wait below covers.
-		freeAgain(ctx)
-		// Specs before may leave the fleet moving (a member unjoined and joined again, its
-		// workloads moved away and back): the slots are counted once they hold still for two
-		// of the Clusters' status refreshes.
-		var slots map[string]int64
-		Eventually(func() bool {
-			now := map[string]int64{}
-			for _, m := range []string{"member1", "member2", "member3"} {
-				now[m] = replicasThatFit(ctx, m, resource.MustParse("2"))
-			}
-			still := maps.Equal(now, slots)
-			slots = now
-			return still
-		}).WithContext(ctx).WithPolling(10*time.Second).Should(BeTrue(), "the members' 2-CPU slots hold still")
+		// The specs before this one leave pods terminating on the members: wait for them to
+		// be gone. Specs of other containers may have left small pods running (a 10m pod takes
+		// a 2-CPU slot from a node), or may leave the fleet moving (a member unjoined and
+		// joined again, its workloads moved away and back): the burst is sized by the slots
+		// there are once they hold still for two of the Clusters' status refreshes, more than
+		// member1 holds, at most twenty. Pods of other specs deleted while the burst's
+		// placements are held delay the holds' release (docs/guides/scheduling.md, "No double
+		// booking"): the last workloads may wait for the hold TTL, which the wait below covers.
+		podsGone(ctx, "fit-e2e", "gpu-e2e")
+		slots := heldStill(ctx, "the members' 2-CPU slots", func(m string) int64 {
+			return replicasThatFit(ctx, m, resource.MustParse("2"))
+		})
 		n := int(min(20, slots["member1"]+slots["member2"]+slots["member3"]))
 		Expect(n).To(BeNumerically(">", slots["member1"]), "the members have room for more 2-CPU replicas than member1 holds: %v", slots)
 		GinkgoWriter.Printf("2-CPU slots by member: %v; %d workloads\n", slots, n)
@@ -168,6 +160,46 @@ var _ = Describe("Scheduling by what fits on the members' nodes", Ordered, func(
 		GinkgoWriter.Printf("placed within the slots; pods not Ready: %v\n", notReady(ctx, ns, n))
 	})
 })
+
+// clusterStatusRefresh is two of the suite's Cluster status refreshes (every 5 s): a figure
+// read this far apart and unchanged has held still across a refresh.
+const clusterStatusRefresh = 10 * time.Second
+
+// podsGone waits until no member holds a pod in the namespaces, terminating ones included
+// (a terminating pod still takes its node's room).
+func podsGone(ctx context.Context, namespaces ...string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		for m, c := range env.Members {
+			for _, ns := range namespaces {
+				pods := &corev1.PodList{}
+				g.Expect(c.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+				names := make([]string, 0, len(pods.Items))
+				for _, p := range pods.Items {
+					names = append(names, p.Name)
+				}
+				g.Expect(names).To(BeEmpty(), "pods left in %s on %s", ns, m)
+			}
+		}
+	}).WithContext(ctx).Should(Succeed())
+}
+
+// heldStill reads a figure of every member until two reads a Cluster status refresh apart
+// agree, and returns the last.
+func heldStill(ctx context.Context, what string, read func(member string) int64) map[string]int64 {
+	GinkgoHelper()
+	var last map[string]int64
+	Eventually(func() bool {
+		now := map[string]int64{}
+		for m := range env.Members {
+			now[m] = read(m)
+		}
+		still := maps.Equal(now, last)
+		last = now
+		return still
+	}).WithContext(ctx).WithPolling(clusterStatusRefresh).Should(BeTrue(), "%s hold still", what)
+	return last
+}
 
 // notReady lists the burst's workloads whose member replica is not Ready, for the log.
 func notReady(ctx context.Context, ns string, n int) []string {
