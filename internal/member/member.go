@@ -68,10 +68,16 @@ type Options struct {
 	// WrapTransport, when set, wraps the transport of every request to the member named
 	// cluster (tests and benches count and shape member requests with it).
 	WrapTransport func(cluster string, rt http.RoundTripper) http.RoundTripper
+	// RequestTimeout bounds one request to a member, its answer read whole. The member
+	// caches' lists and watches are not bounded by it: a watch lasts as long as the member
+	// apiserver keeps it open (minutes), and a first list of a large kind over a slow link
+	// may take longer.
+	RequestTimeout time.Duration
 }
 
 // DefaultOptions are the options used when fields are zero.
-var DefaultOptions = Options{ProbeTimeout: 5 * time.Second, FailureThreshold: 3, QPS: 100, Burst: 200, ProbeInterval: 5 * time.Second}
+var DefaultOptions = Options{ProbeTimeout: 5 * time.Second, FailureThreshold: 3, QPS: 100, Burst: 200, ProbeInterval: 5 * time.Second,
+	RequestTimeout: 30 * time.Second}
 
 // Member is a connection to one member cluster.
 type Member struct {
@@ -103,11 +109,13 @@ type Member struct {
 	// Autoscalers of the connection; nil until then.
 	autoscalers cache.Cache
 	scheme      *runtime.Scheme
-	httpClient  *http.Client
-	healthy     bool
-	failures    int
-	probedAt    time.Time
-	lastError   error
+	// cacheHTTP is the caches' HTTP client: the connection's transport, without the
+	// request timeout (watchClient).
+	cacheHTTP *http.Client
+	healthy   bool
+	failures  int
+	probedAt  time.Time
+	lastError error
 }
 
 // Cached returns the member's cache of managed objects. Call Watch first for the object's
@@ -345,6 +353,9 @@ func NewManager(scheme *runtime.Scheme, opts Options) *Manager {
 	if opts.ProbeInterval <= 0 {
 		opts.ProbeInterval = DefaultOptions.ProbeInterval
 	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultOptions.RequestTimeout
+	}
 	return &Manager{scheme: scheme, opts: opts, members: map[string]*Member{}, newConfig: RESTConfig,
 		subs: map[*subscriber]struct{}{}, healthSubs: map[*subscriber]struct{}{}}
 }
@@ -442,7 +453,7 @@ func (m *Manager) connect(ctx context.Context, name string, cfg *rest.Config, fp
 	old := m.members[name]
 	m.mu.RUnlock()
 	cfg.QPS, cfg.Burst = m.opts.QPS, m.opts.Burst
-	cfg.Timeout = 30 * time.Second
+	cfg.Timeout = m.opts.RequestTimeout
 	if wrap := m.opts.WrapTransport; wrap != nil {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return wrap(name, rt) })
 	}
@@ -492,10 +503,11 @@ func (m *Manager) build(ctx context.Context, name string, cfg *rest.Config, fp s
 		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}
 	managed := labels.SelectorFromSet(labels.Set{wellknown.ManagedLabel: wellknown.ManagedLabelValue})
+	cacheHTTP := watchClient(httpClient)
 	ca, err := cache.New(cfg, cache.Options{
 		Scheme:                      m.scheme,
 		Mapper:                      mapper,
-		HTTPClient:                  httpClient,
+		HTTPClient:                  cacheHTTP,
 		DefaultLabelSelector:        managed,
 		DefaultTransform:            cachetrim.MemberObject,
 		ReaderFailOnMissingInformer: true,
@@ -510,9 +522,19 @@ func (m *Manager) build(ctx context.Context, name string, cfg *rest.Config, fp s
 		}
 	}()
 	return &Member{
-		Name: name, Client: cl, Kube: kube, Mapper: mapper, Config: cfg, scheme: m.scheme, httpClient: httpClient,
+		Name: name, Client: cl, Kube: kube, Mapper: mapper, Config: cfg, scheme: m.scheme, cacheHTTP: cacheHTTP,
 		cache: ca, whole: m.opts.Whole, ctx: cctx, cancel: cancel, fingerprint: fp, watched: map[schema.GroupVersionKind]bool{},
 	}, nil
+}
+
+// watchClient returns c without its overall timeout, over the same transport (and so the
+// same connections to the member): an http.Client's Timeout ends a request whose answer is
+// still being read, and a watch is an answer read for minutes. With the request timeout, every
+// watch of the member caches was cut after 30 s and started again, and a first list streamed
+// for longer than that (a large kind over a slow link) never completed. A connection that
+// dies under a watch is still found: client-go's transport pings an idle HTTP/2 connection.
+func watchClient(c *http.Client) *http.Client {
+	return &http.Client{Transport: c.Transport, CheckRedirect: c.CheckRedirect, Jar: c.Jar}
 }
 
 // Disconnect drops the member's connection, stopping its cache.
@@ -795,7 +817,7 @@ func (m *Manager) watchAutoscalers(ctx context.Context, mem *Member) (cache.Cach
 	if mem.autoscalers != nil {
 		return mem.autoscalers, nil
 	}
-	ca, err := cache.New(mem.Config, cache.Options{Scheme: mem.scheme, Mapper: mem.Mapper, HTTPClient: mem.httpClient,
+	ca, err := cache.New(mem.Config, cache.Options{Scheme: mem.scheme, Mapper: mem.Mapper, HTTPClient: mem.cacheHTTP,
 		DefaultTransform: cachetrim.MemberObject, ReaderFailOnMissingInformer: true})
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: watch HorizontalPodAutoscalers: %w", mem.Name, err)
