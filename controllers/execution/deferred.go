@@ -24,6 +24,11 @@ import (
 // queued again, behind new and changed Works, once its member cache has synced the kind. Its
 // condition stays as it is meanwhile (the object was applied; the check only confirms it).
 //
+// A Work whose apply is remembered waits the same way when its member cache has not synced
+// the kind (upToDate): a new connection after a reconnect lists every kind afresh, and each
+// such Work used to hold a worker for up to cacheSyncWait and then be applied again, with a
+// read of the member, though nothing had changed.
+//
 // A kind whose list keeps failing (a custom resource whose conversion webhook is down) is
 // waited for at most checkSyncWait per connection; its checks then read the member, as
 // before.

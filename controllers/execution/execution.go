@@ -281,17 +281,15 @@ func (r *Reconciler) sync(ctx context.Context, cluster string, key types.Namespa
 			return ctrl.Result{}, err
 		}
 	}
-	unchanged := r.upToDate(ctx, m, work, objs)
-	if !unchanged {
-		switch r.unchangedSinceStart(ctx, cluster, m, work, objs) {
-		case checkedUnchanged:
-			unchanged = true
-		case checkWaits:
-			// Queued again once the member cache has synced the kind (deferred.go).
-			return ctrl.Result{}, nil
-		}
+	look := r.upToDate(ctx, cluster, m, work, objs)
+	if look == notChecked {
+		look = r.unchangedSinceStart(ctx, cluster, m, work, objs)
 	}
-	if unchanged {
+	if look == checkWaits {
+		// Queued again once the member cache has synced the kind (deferred.go).
+		return ctrl.Result{}, nil
+	}
+	if look == checkedUnchanged {
 		r.seen(ctx, cluster, m, key, objs)
 		r.crdsEstablished(ctx, cluster, m, work, objs)
 		// Nothing to apply, but the condition may still say otherwise (Unknown after a blip,
@@ -410,35 +408,52 @@ func manifests(work *workv1alpha1.Work) ([]*unstructured.Unstructured, error) {
 	return out, nil
 }
 
-// upToDate reports whether the member objects are as last applied for this Work generation:
-// each exists in the member cache with the generation observed after the last apply.
-func (r *Reconciler) upToDate(ctx context.Context, m *member.Member, work *workv1alpha1.Work, objs []*unstructured.Unstructured) bool {
+// upToDate looks at a Work whose apply of this generation is remembered: checkedUnchanged
+// when its member object is as last applied (it exists in the member cache with the
+// generation, or resourceVersion, observed after the apply), notChecked otherwise or when
+// nothing is remembered. A member cache that has not synced the kind (a new connection after
+// a reconnect, listing) is waited for, as a check after a start is (checkLater): checkWaits.
+// Without the wait, each such Work held a worker for up to cacheSyncWait and was then
+// applied again, with a read of the member, though nothing had changed.
+func (r *Reconciler) upToDate(ctx context.Context, cluster string, m *member.Member, work *workv1alpha1.Work, objs []*unstructured.Unstructured) check {
 	st, ok := r.applied.Load(work.UID)
 	if !ok || len(objs) != 1 {
-		return false
+		return notChecked
 	}
 	if st.workGeneration != work.Generation {
-		return false
+		return notChecked
+	}
+	if r.checkLater(ctx, cluster, m, client.ObjectKeyFromObject(work), objs[0].GroupVersionKind()) {
+		applies.WithLabelValues(cluster, "waited").Inc()
+		return checkWaits
 	}
 	cur := &unstructured.Unstructured{}
 	cur.SetGroupVersionKind(objs[0].GroupVersionKind())
 	if err := cachedGet(ctx, m, client.ObjectKeyFromObject(objs[0]), cur); err != nil {
-		return false
+		return notChecked
 	}
 	if cur.GetUID() != st.memberUID || cur.GetLabels()[wellknown.ManagedLabel] != wellknown.ManagedLabelValue {
-		return false
+		return notChecked
 	}
 	if st.memberGeneration == 0 {
-		return cur.GetResourceVersion() == st.memberResourceVersion
+		return checkedIf(cur.GetResourceVersion() == st.memberResourceVersion)
 	}
 	if cur.GetGeneration() != st.memberGeneration {
-		return false
+		return notChecked
 	}
 	if st.autoscaler != "" {
 		hpas, err := r.Members.Autoscalers(ctx, m.Name, cur.GetNamespace())
-		return err == nil && memberobject.Autoscaler(cur, hpas) == st.autoscaler
+		return checkedIf(err == nil && memberobject.Autoscaler(cur, hpas) == st.autoscaler)
 	}
-	return true
+	return checkedUnchanged
+}
+
+// checkedIf is checkedUnchanged when unchanged, notChecked otherwise.
+func checkedIf(unchanged bool) check {
+	if unchanged {
+		return checkedUnchanged
+	}
+	return notChecked
 }
 
 // remember records the state of the Work's one member object after an apply; autoscaler
@@ -582,7 +597,7 @@ func (r *Reconciler) desired(ctx context.Context, m *member.Member, obj, cur *un
 	return desired, autoscaler, nil
 }
 
-// check is what unchangedSinceStart found.
+// check is what a look at an applied Work found (upToDate, unchangedSinceStart).
 type check int
 
 const (

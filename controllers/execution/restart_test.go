@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -201,5 +202,59 @@ var _ = Describe("A Work checked after a start before its member cache has liste
 		Eventually(func() bool { return reconciler.RemembersApply(w.UID) }).WithContext(ctx).Should(BeTrue(), "the Work checked once the kind synced")
 		Expect(reconciler.CheckWaits("member2", client.ObjectKeyFromObject(w))).To(BeFalse())
 		notTouched(Default) // told unchanged from the member cache
+	})
+})
+
+var _ = Describe("A Work remembered as applied, looked at while a new member connection lists its kind", func() {
+	It("waits for the list instead of applying it again", func(ctx SpecContext) {
+		// ResourceQuotas are applied by no other spec: member2's first list of them on the
+		// new connection is held back while the switch is on.
+		rq := &corev1.ResourceQuota{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "exec-reconnect-waits", Name: "quota"},
+			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}}}
+		w := createWork(ctx, "member2", rq)
+		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
+		Eventually(func() bool { return reconciler.RemembersApply(w.UID) }).WithContext(ctx).Should(BeTrue())
+
+		var holding atomic.Bool
+		release := make(chan struct{})
+		env.OnMemberRequest(func(cluster string, req *http.Request) {
+			if cluster == "member2" && req.Method == http.MethodGet && req.URL.Path == "/api/v1/resourcequotas" && holding.Load() {
+				<-release
+			}
+		})
+		holding.Store(true)
+		DeferCleanup(func(ctx SpecContext) {
+			if holding.CompareAndSwap(true, false) {
+				close(release)
+			}
+			backInSync(ctx, "member2")
+		})
+		objectPath := "/api/v1/namespaces/exec-reconnect-waits/resourcequotas/quota"
+		reads, patches := env.MemberRequests("member2", http.MethodGet, objectPath), env.MemberRequests("member2", http.MethodPatch, objectPath)
+		notTouched := func(g Gomega) {
+			g.Expect(env.MemberRequests("member2", http.MethodGet, objectPath)).To(Equal(reads), "reads of the object from the member")
+			g.Expect(env.MemberRequests("member2", http.MethodPatch, objectPath)).To(Equal(patches), "applies of the object")
+		}
+
+		By("dropping member2's connection: the cluster controller connects it again, and the connect event brings its Works back")
+		members.Disconnect("member2")
+		Eventually(func() bool { return reconciler.CheckWaits("member2", client.ObjectKeyFromObject(w)) }).WithContext(ctx).
+			Should(BeTrue(), "the Work's look waits for the new connection's list")
+		// Longer than a read of the member cache waits for a kind to sync (CacheSyncWait),
+		// after which the Work was applied again.
+		Consistently(func(g Gomega) {
+			notTouched(g)
+			c := env.Applied(ctx, g, w)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "the condition stays while the look waits")
+		}).WithContext(ctx).WithTimeout(execution.CacheSyncWait + 2*time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+
+		By("letting the new connection's list answer")
+		holding.Store(false)
+		close(release)
+		Eventually(func() bool { return reconciler.CheckWaits("member2", client.ObjectKeyFromObject(w)) }).WithContext(ctx).Should(BeFalse())
+		Consistently(notTouched).WithContext(ctx).WithTimeout(time.Second).Should(Succeed()) // told unchanged from the member cache
+		Expect(reconciler.RemembersApply(w.UID)).To(BeTrue())
 	})
 })
