@@ -296,14 +296,7 @@ var _ = Describe("A create-only apply", func() {
 		// The member cache's first list of ServiceAccounts (no other spec applies one) does
 		// not answer until the spec ends, as a busy member's list of thousands of objects
 		// takes seconds after a start.
-		release := make(chan struct{})
-		env.OnMemberRequest(func(cluster string, req *http.Request) {
-			// A list, or a watch that streams the list (client-go's WatchListClient).
-			if cluster == "member1" && req.Method == http.MethodGet && req.URL.Path == "/api/v1/serviceaccounts" {
-				<-release
-			}
-		})
-		DeferCleanup(func() { close(release) })
+		env.HoldMemberList("member1", "/api/v1/serviceaccounts")
 		sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: "exec-unsynced", Name: "robot"}}
 		w := createWork(ctx, "member1", sa)
@@ -317,15 +310,7 @@ var _ = Describe("A create-only apply", func() {
 	It("puts back an object deleted before the member cache's first list of its kind answered", func(ctx SpecContext) {
 		// The member cache's first list of LimitRanges (no other spec applies one) is held
 		// back: the Work is applied, and its object read, from the member itself.
-		release := make(chan struct{})
-		var once sync.Once
-		open := func() { once.Do(func() { close(release) }) }
-		env.OnMemberRequest(func(cluster string, req *http.Request) {
-			if cluster == "member1" && req.Method == http.MethodGet && req.URL.Path == "/api/v1/limitranges" {
-				<-release
-			}
-		})
-		DeferCleanup(open)
+		open := env.HoldMemberList("member1", "/api/v1/limitranges")
 		lr := &corev1.LimitRange{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: "exec-blind", Name: "limits"},
 			Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,

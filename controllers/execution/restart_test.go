@@ -153,21 +153,8 @@ var _ = Describe("Works looked at again after a restart", Ordered, func() {
 var _ = Describe("A Work checked after a start before its member cache has listed the kind", func() {
 	It("waits for the member cache's first list instead of reading its object from the member", func(ctx SpecContext) {
 		// PodTemplates are applied by no other spec: the member cache's first list of them in
-		// member2 is held back while the switch is on.
-		var holding atomic.Bool
-		release := make(chan struct{})
-		env.OnMemberRequest(func(cluster string, req *http.Request) {
-			// A list or a watch (which lists first, as the informers' streaming lists do).
-			if cluster == "member2" && req.Method == http.MethodGet && req.URL.Path == "/api/v1/podtemplates" && holding.Load() {
-				<-release
-			}
-		})
-		holding.Store(true)
-		DeferCleanup(func() {
-			if holding.CompareAndSwap(true, false) {
-				close(release)
-			}
-		})
+		// member2 is held back until released.
+		release := env.HoldMemberList("member2", "/api/v1/podtemplates")
 		pt := &corev1.PodTemplate{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodTemplate"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: "exec-check-waits", Name: "tmpl"},
 			Template:   corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}}}}
@@ -197,8 +184,7 @@ var _ = Describe("A Work checked after a start before its member cache has liste
 		}).WithContext(ctx).WithTimeout(time.Second).Should(Succeed())
 
 		By("letting the member cache's first list answer")
-		holding.Store(false)
-		close(release)
+		release()
 		Eventually(func() bool { return reconciler.RemembersApply(w.UID) }).WithContext(ctx).Should(BeTrue(), "the Work checked once the kind synced")
 		Expect(reconciler.CheckWaits("member2", client.ObjectKeyFromObject(w))).To(BeFalse())
 		notTouched(Default) // told unchanged from the member cache
@@ -208,7 +194,7 @@ var _ = Describe("A Work checked after a start before its member cache has liste
 var _ = Describe("A Work remembered as applied, looked at while a new member connection lists its kind", func() {
 	It("waits for the list instead of applying it again", func(ctx SpecContext) {
 		// ResourceQuotas are applied by no other spec: member2's first list of them on the
-		// new connection is held back while the switch is on.
+		// new connection is held back until released.
 		rq := &corev1.ResourceQuota{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: "exec-reconnect-waits", Name: "quota"},
 			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}}}
@@ -216,20 +202,8 @@ var _ = Describe("A Work remembered as applied, looked at while a new member con
 		env.ExpectApplied(ctx, w, metav1.ConditionTrue, wellknown.ReasonAppliedSuccessful)
 		Eventually(func() bool { return reconciler.RemembersApply(w.UID) }).WithContext(ctx).Should(BeTrue())
 
-		var holding atomic.Bool
-		release := make(chan struct{})
-		env.OnMemberRequest(func(cluster string, req *http.Request) {
-			if cluster == "member2" && req.Method == http.MethodGet && req.URL.Path == "/api/v1/resourcequotas" && holding.Load() {
-				<-release
-			}
-		})
-		holding.Store(true)
-		DeferCleanup(func(ctx SpecContext) {
-			if holding.CompareAndSwap(true, false) {
-				close(release)
-			}
-			backInSync(ctx, "member2")
-		})
+		DeferCleanup(backInSync, "member2") // after the release below (cleanups run last first)
+		release := env.HoldMemberList("member2", "/api/v1/resourcequotas")
 		objectPath := "/api/v1/namespaces/exec-reconnect-waits/resourcequotas/quota"
 		reads, patches := env.MemberRequests("member2", http.MethodGet, objectPath), env.MemberRequests("member2", http.MethodPatch, objectPath)
 		notTouched := func(g Gomega) {
@@ -251,8 +225,7 @@ var _ = Describe("A Work remembered as applied, looked at while a new member con
 		}).WithContext(ctx).WithTimeout(execution.CacheSyncWait + 2*time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 
 		By("letting the new connection's list answer")
-		holding.Store(false)
-		close(release)
+		release()
 		Eventually(func() bool { return reconciler.CheckWaits("member2", client.ObjectKeyFromObject(w)) }).WithContext(ctx).Should(BeFalse())
 		Consistently(notTouched).WithContext(ctx).WithTimeout(time.Second).Should(Succeed()) // told unchanged from the member cache
 		Expect(reconciler.RemembersApply(w.UID)).To(BeTrue())

@@ -138,6 +138,23 @@ func (e *Env) OnMemberRequest(hook func(cluster string, req *http.Request)) {
 	})
 }
 
+// HoldMemberList holds cluster's GET requests of the collection at path (a list, or a watch,
+// which streams the list first as client-go's WatchListClient does: the member cache's first
+// list of a kind) until release is called, at the latest at the end of the calling node.
+// release may be called more than once. It takes the place of OnMemberRequest's hook.
+func (e *Env) HoldMemberList(cluster, path string) (release func()) {
+	held := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(held) }) }
+	e.OnMemberRequest(func(c string, req *http.Request) {
+		if c == cluster && req.Method == http.MethodGet && req.URL.Path == path {
+			<-held
+		}
+	})
+	DeferCleanup(release)
+	return release
+}
+
 // memberTransport counts, and runs the hook before, each request to one member.
 type memberTransport struct {
 	next    http.RoundTripper
